@@ -1,0 +1,54 @@
+#include "code_predictor.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+CodePredictor::CodePredictor(ov::Core& core, const std::string& xml, const std::string& device,
+                             const ov::AnyMap& properties, EmbeddingTables tables)
+    : compiled_(core.compile_model(xml, device, properties)),
+      request_(compiled_.create_infer_request()),
+      tables_(std::move(tables)),
+      hidden_size_(tables_.at(0).dim),
+      codebook_size_(tables_.at(0).rows),
+      head_index_(ov::element::i64, ov::Shape{}) {
+    const auto& logits = compiled_.output("logits").get_partial_shape();
+    if (logits.rank().is_dynamic() || logits.size() != 2 || logits[1].is_dynamic() ||
+        static_cast<std::size_t>(logits[1].get_length()) != codebook_size_) {
+        throw std::runtime_error("code predictor logits have shape " + logits.to_string() + ", expected [B, " +
+                                 std::to_string(codebook_size_) + "]");
+    }
+    request_.set_tensor("head_index", head_index_);
+}
+
+void CodePredictor::predict(const std::vector<PredictorRow>& rows, int32_t* codes, float* embedding_sum) {
+    const std::size_t batch = rows.size();
+    const std::size_t H = hidden_size_;
+    const std::size_t groups = tables_.size();
+    inputs_.resize(batch * 2 * H);
+    scratch_.resize(codebook_size_);
+    for (std::size_t b = 0; b < batch; ++b) {
+        std::copy_n(rows[b].talker_hidden, H, inputs_.data() + (2 * b) * H);
+        std::copy_n(rows[b].c0_embedding, H, inputs_.data() + (2 * b + 1) * H);
+    }
+    std::fill_n(embedding_sum, batch * H, 0.0f);
+
+    request_.reset_state();
+    for (std::size_t j = 0; j < groups; ++j) {
+        const std::size_t positions = j == 0 ? 2 : 1;
+        request_.set_tensor("inputs_embeds", ov::Tensor(ov::element::f32, {batch, positions, H}, inputs_.data()));
+        head_index_.data<int64_t>()[0] = static_cast<int64_t>(j);
+        request_.infer();
+        const float* logits = request_.get_tensor("logits").data<const float>();
+        // The next input (one row per entry) overwrites the start of inputs_, which the infer no longer needs.
+        for (std::size_t b = 0; b < batch; ++b) {
+            std::copy_n(logits + b * codebook_size_, codebook_size_, scratch_.data());
+            const double u = counter_uniform(rows[b].seed, rows[b].frame_index, static_cast<int32_t>(j + 1));
+            const int32_t code = chooser_.choose(scratch_, rows[b].params, u);
+            codes[b * groups + j] = code;
+            const float* embedding = tables_[j].row(static_cast<std::size_t>(code));
+            std::copy_n(embedding, H, inputs_.data() + b * H);
+            float* sum = embedding_sum + b * H;
+            for (std::size_t i = 0; i < H; ++i) sum[i] += embedding[i];
+        }
+    }
+}

@@ -1,0 +1,60 @@
+#pragma once
+// The native runner: executes one scheduled step (talker over every new row, sampling of codebook 0, the code
+// predictor for the emitting entries, the next input embeddings). It owns the compiled models and the paged
+// cache, never policy: which rows run and which blocks they use is the caller's decision.
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <openvino/runtime/core.hpp>
+
+#include "code_predictor.hpp"
+#include "sampling.hpp"
+#include "step.hpp"
+#include "tables.hpp"
+#include "talker.hpp"
+
+struct RunnerOptions {
+    std::string talker_xml;
+    std::string code_predictor_xml;
+    EmbeddingTable codec_embedding;       // C: [V, H]
+    EmbeddingTables cp_codec_embedding;   // E_j: G-1 tables of [codebook, H]
+    std::string device;                   // AUTO | CPU | GPU
+    std::string kv_precision;             // u8 | f16 | bf16 | f32
+    std::string inference_precision;      // "" | f32 | bf16 | f16
+    std::size_t num_blocks;               // 0: derive from kv_cache_bytes
+    std::size_t kv_cache_bytes;
+    int32_t eos_id;
+    int32_t suppress_from;
+};
+
+class Runner {
+public:
+    explicit Runner(const RunnerOptions& options);
+
+    StepOutput step(const StepInput& in);
+
+    std::size_t block_size() const { return talker_->cache().block_size(); }
+    std::size_t num_blocks() const { return talker_->cache().num_blocks(); }
+    std::size_t bytes_per_block() const { return talker_->cache().bytes_per_block(); }
+    std::size_t hidden_size() const { return talker_->hidden_size(); }
+    std::size_t num_code_groups() const { return 1 + predictor_->num_codebooks(); }
+    const std::string& device() const { return device_; }
+    std::string kv_precision() const { return talker_->cache().element_type().to_string(); }
+
+private:
+    ov::Core core_;
+    std::string device_;
+    EmbeddingTable codec_embedding_;
+    int32_t eos_id_;
+    std::optional<PagedTalker> talker_;
+    std::optional<CodePredictor> predictor_;
+    std::optional<CodebookZeroFilter> filter_;
+    TokenChooser chooser_;
+    std::vector<float> scratch_;
+    // The infer requests and scratch buffers are single-use: concurrent steps take turns.
+    std::mutex mutex_;
+};

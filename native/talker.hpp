@@ -1,0 +1,51 @@
+#pragma once
+// The talker converted to PagedAttention: one infer runs every new row of every entry (prefill chunks and
+// decodes mixed), reading and writing K/V through the entries' block tables.
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <openvino/runtime/core.hpp>
+
+#include "paged_cache.hpp"
+#include "step.hpp"
+
+struct TalkerOptions {
+    std::string xml;
+    std::string device;
+    ov::element::Type kv_precision;
+    std::optional<ov::element::Type> inference_precision;
+    std::size_t num_blocks;
+    std::size_t cache_bytes;
+};
+
+class PagedTalker {
+public:
+    PagedTalker(ov::Core& core, const TalkerOptions& options);
+
+    // Runs the step's rows; afterwards logits_row / hidden_row read row r of this infer (until the next one).
+    void infer(const StepInput& in);
+    const float* logits_row(std::size_t row) const;
+    const float* hidden_row(std::size_t row) const;
+
+    std::size_t hidden_size() const { return hidden_size_; }
+    std::size_t vocab_size() const { return vocab_size_; }
+    const PagedCache& cache() const { return *cache_; }
+    // What the plugin actually runs at (its default when none was asked for).
+    ov::element::Type inference_precision() const;
+
+private:
+    ov::CompiledModel compiled_;
+    ov::InferRequest request_;
+    std::optional<PagedCache> cache_;
+    std::size_t hidden_size_ = 0;
+    std::size_t vocab_size_ = 0;
+    // Per-infer inputs, kept as members so their buffers are reused step after step.
+    std::vector<int64_t> position_ids_;
+    std::vector<int32_t> subsequence_begins_;
+    ov::Tensor max_context_len_;
+    // The last infer's outputs, valid until the next infer overwrites them.
+    const float* logits_ = nullptr;
+    const float* hidden_ = nullptr;
+};

@@ -1,0 +1,148 @@
+"""Engine benchmark: ms per step by batch size (talker alone, whole frame), aggregate frames/s, codec decode cost,
+and KV bytes per token by precision.
+
+    python scripts/bench_engine.py                 # 0.6b preset (random weights, real dimensions)
+    python scripts/bench_engine.py --quick         # tiny model, two batch sizes: a smoke run for CI
+
+Each batch size starts B requests whose prompts are `--context` rows long, prefills them, then times decode steps.
+"Talker alone" re-runs each request's last row with no frame emitted (same position, same KV: no state changes);
+"frame" is a real step: talker + codebook-0 sampling + the 15 code-predictor steps + next input embedding.
+Figures are medians over `--steps` steps of one run; the machine is shared, so compare ratios, not absolutes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import openvino as ov
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from service.blocks import BlockManager  # noqa: E402
+from service.model.builtin import resolve_model  # noqa: E402
+from service.runner import PagedRunner, RunnerOptions  # noqa: E402
+from service.scheduler import ScheduledEntry, Scheduler  # noqa: E402
+from service.sequence import FinishReason, SamplingParams, Sequence  # noqa: E402
+
+
+def model_dir(args) -> Path:
+    if args.model:
+        return Path(args.model)
+    if args.quick:
+        return resolve_model("builtin:tiny")
+    out = Path(args.cache) / args.preset
+    if not (out / "chorus.json").exists():
+        make_model = Path(__file__).with_name("make_model.py")
+        subprocess.run([sys.executable, str(make_model), "--preset", args.preset, "--out", str(out)], check=True)
+    return out
+
+
+def start_batch(runner: PagedRunner, batch: int, context: int, frame_cap: int) -> tuple[Scheduler, list[Sequence]]:
+    blocks = BlockManager(runner.num_blocks, runner.block_size)
+    scheduler = Scheduler(blocks, max_running=batch, max_waiting=batch, token_budget=max(batch, 512))
+    rng = np.random.default_rng(0)
+    seqs = []
+    for i in range(batch):
+        prompt = rng.normal(0, 0.05, (context, runner.hidden_size)).astype(np.float32)
+        pad = np.zeros(runner.hidden_size, np.float32)
+        seq = Sequence(i, prompt, np.zeros((0, runner.hidden_size), np.float32), pad, frame_cap,
+                       SamplingParams(seed=i))
+        scheduler.add(seq)
+        seqs.append(seq)
+    while any(s.num_computed < s.num_rows - 1 or not s.frames for s in seqs):  # prefill, until all decode
+        entries = scheduler.schedule()
+        scheduler.update(entries, runner.step(entries))
+    return scheduler, seqs
+
+
+def time_steps(run, steps: int) -> float:
+    samples = []
+    for _ in range(steps):
+        started = time.perf_counter()
+        run()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples) * 1000
+
+
+def bench_batch(runner: PagedRunner, batch: int, context: int, steps: int) -> dict:
+    scheduler, seqs = start_batch(runner, batch, context, frame_cap=steps * 2 + 8)
+
+    def talker_only():
+        runner.step([ScheduledEntry(s, s.num_computed - 1, 1, False) for s in seqs])
+
+    def frame():
+        entries = scheduler.schedule()
+        scheduler.update(entries, runner.step(entries))
+
+    talker_only()  # warm-up of this batch shape
+    talker_ms = time_steps(talker_only, steps)
+    frame()
+    frame_ms = time_steps(frame, steps)
+    scheduler.finish_requests([s.id for s in seqs], FinishReason.ABORTED)
+    return {"batch": batch, "talker_ms": talker_ms, "frame_ms": frame_ms, "frames_per_s": batch * 1000 / frame_ms}
+
+
+def bench_codec(directory: Path, frames: int, precision: str) -> float:
+    """Milliseconds of decoder compute per second of audio (one stream, all frames at once)."""
+    config = {"INFERENCE_PRECISION_HINT": precision} if precision else {}
+    compiled = ov.Core().compile_model(directory / "codec_decoder.xml", "CPU", config)
+    codes = np.random.default_rng(0).integers(0, 2048, (1, 16, frames), dtype=np.int64)
+    compiled({"codes": codes})  # warm-up
+    ms = time_steps(lambda: compiled({"codes": codes}), 3)
+    return ms / (frames * 0.08)
+
+
+def kv_bytes_per_token(directory: Path, precision: str) -> float:
+    runner = PagedRunner(directory, RunnerOptions(device="CPU", kv_precision=precision, num_blocks=4))
+    return runner.bytes_per_block / runner.block_size
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="0.6b", choices=["0.6b", "1.7b"])
+    parser.add_argument("--model", help="an existing model directory (overrides --preset)")
+    parser.add_argument("--cache", default="models", help="where presets are built once and reused")
+    parser.add_argument("--batches", default="1,4,8,16")
+    parser.add_argument("--context", type=int, default=128, help="prompt rows per request before timing")
+    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--kv-precision", default="u8")
+    parser.add_argument("--inference-precision", default="")
+    parser.add_argument("--quick", action="store_true", help="tiny model, batches 1 and 4, 4 steps (CI)")
+    parser.add_argument("--json", help="also write the figures here")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.batches, args.steps, args.context = "1,4", 4, 32
+
+    directory = model_dir(args)
+    batches = [int(b) for b in args.batches.split(",")]
+    runner = PagedRunner(directory, RunnerOptions(
+        device="CPU", kv_precision=args.kv_precision, inference_precision=args.inference_precision,
+        kv_cache_bytes=1 << 30))
+    print(f"model {directory}  device {runner.device}  kv {runner.kv_precision}  block {runner.block_size}  "
+          f"blocks {runner.num_blocks}")
+    rows = [bench_batch(runner, b, args.context, args.steps) for b in batches]
+    print(f"{'batch':>5} {'talker ms':>10} {'frame ms':>9} {'frames/s':>9}")
+    for r in rows:
+        print(f"{r['batch']:>5} {r['talker_ms']:>10.1f} {r['frame_ms']:>9.1f} {r['frames_per_s']:>9.1f}")
+    base = rows[0]["frames_per_s"]
+    for r in rows[1:]:
+        print(f"aggregate frames/s at batch {r['batch']} = {r['frames_per_s'] / base:.2f}x batch {rows[0]['batch']}")
+
+    codec = {p or "default": bench_codec(directory, 25 if args.quick else 50, p) for p in ("", "f32")}
+    for precision, ms in codec.items():
+        print(f"codec decode ({precision} precision): {ms:.0f} ms per second of audio")
+    kv = {p: kv_bytes_per_token(directory, p) for p in ("u8", "bf16")}
+    print(f"KV bytes per token: u8 {kv['u8']:.0f}, bf16 {kv['bf16']:.0f} (u8 = {kv['u8'] / kv['bf16']:.0%} of bf16)")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"steps": rows, "codec_ms_per_audio_s": codec, "kv_bytes_per_token": kv},
+                                              indent=2))
+
+
+if __name__ == "__main__":
+    main()

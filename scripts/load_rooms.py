@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Many rooms speaking at once: N concurrent Wyoming clients against one server, each sending R requests.
+
+Reports, per request and in sum: time to first audio, total time, seconds of audio, real-time factor, errors.
+Streaming mode sends the text as Home Assistant does (synthesize-start, small deltas split mid-word, the
+compatibility synthesize, synthesize-stop). Every loop is bounded by --requests and --timeout.
+
+    python scripts/load_rooms.py --uri tcp://127.0.0.1:10200 --rooms 8 --requests 3 [--stream] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass
+
+from wyoming.audio import AudioChunk, AudioStart
+from wyoming.client import AsyncClient
+from wyoming.error import Error
+from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
+
+DEFAULT_TEXT = "Good morning. The kitchen lights are on, and the coffee will be ready in five minutes."
+
+
+@dataclass
+class Result:
+    room: int
+    request: int
+    first_audio_s: float | None
+    total_s: float
+    audio_s: float
+    error: str | None
+
+
+async def speak(uri: str, text: str, stream: bool, delta_chars: int, delta_delay: float) -> tuple[float | None, float]:
+    """One request; returns (time to first audio chunk, seconds of audio). Raises on an error event."""
+    started = time.monotonic()
+    first_audio = None
+    audio_s = 0.0
+    rate = width = channels = 0
+    done_type = "synthesize-stopped" if stream else "audio-stop"
+    async with AsyncClient.from_uri(uri) as client:
+        if stream:
+            await client.write_event(SynthesizeStart().event())
+
+            async def send_deltas() -> None:
+                for i in range(0, len(text), delta_chars):
+                    await client.write_event(SynthesizeChunk(text[i:i + delta_chars]).event())
+                    await asyncio.sleep(delta_delay)
+                await client.write_event(Synthesize(text).event())
+                await client.write_event(SynthesizeStop().event())
+
+            sender = asyncio.create_task(send_deltas())
+        else:
+            await client.write_event(Synthesize(text).event())
+        try:
+            while (event := await client.read_event()) is not None:
+                if AudioStart.is_type(event.type):
+                    start = AudioStart.from_event(event)
+                    rate, width, channels = start.rate, start.width, start.channels
+                elif AudioChunk.is_type(event.type):
+                    first_audio = first_audio if first_audio is not None else time.monotonic() - started
+                    audio_s += len(event.payload or b"") / (rate * width * channels)
+                elif Error.is_type(event.type):
+                    raise RuntimeError(Error.from_event(event).code)
+                elif event.type == done_type:
+                    break
+        finally:
+            if stream:
+                sender.cancel()
+    return first_audio, audio_s
+
+
+async def room(args: argparse.Namespace, number: int) -> list[Result]:
+    results = []
+    for request in range(args.requests):
+        started = time.monotonic()
+        try:
+            first, audio_s = await speak(args.uri, args.text, args.stream, args.delta_chars, args.delta_ms / 1000)
+            error = None
+        except (RuntimeError, OSError) as failure:
+            first, audio_s, error = None, 0.0, str(failure) or type(failure).__name__
+        results.append(Result(number, request, first, time.monotonic() - started, audio_s, error))
+    return results
+
+
+def summarise(results: list[Result], wall_s: float) -> dict:
+    ok = [r for r in results if r.error is None]
+    firsts = sorted(r.first_audio_s for r in ok if r.first_audio_s is not None)
+    audio_s = sum(r.audio_s for r in ok)
+
+    def pct(q: float) -> float | None:
+        return round(firsts[min(len(firsts) - 1, int(q * len(firsts)))], 3) if firsts else None
+
+    return {
+        "requests": len(results),
+        "errors": len(results) - len(ok),
+        "wall_s": round(wall_s, 3),
+        "audio_s": round(audio_s, 3),
+        "audio_per_wall_s": round(audio_s / wall_s, 3) if wall_s else None,
+        "first_audio_p50_s": pct(0.5),
+        "first_audio_p90_s": pct(0.9),
+        "first_audio_max_s": round(firsts[-1], 3) if firsts else None,
+        "total_mean_s": round(statistics.mean(r.total_s for r in ok), 3) if ok else None,
+        "rtf_mean": round(statistics.mean(r.total_s / r.audio_s for r in ok if r.audio_s), 3) if ok else None,
+    }
+
+
+async def run(args: argparse.Namespace) -> dict:
+    started = time.monotonic()
+    per_room = await asyncio.wait_for(
+        asyncio.gather(*(room(args, n) for n in range(args.rooms))), args.timeout
+    )
+    results = [r for rs in per_room for r in rs]
+    return {"summary": summarise(results, time.monotonic() - started), "results": [asdict(r) for r in results]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--uri", default="tcp://127.0.0.1:10200", help="the server (keep it on this machine)")
+    parser.add_argument("--rooms", type=int, default=8, help="concurrent clients")
+    parser.add_argument("--requests", type=int, default=1, help="requests per room, one after another")
+    parser.add_argument("--text", default=DEFAULT_TEXT)
+    parser.add_argument("--stream", action="store_true", help="send the text as streamed deltas")
+    parser.add_argument("--delta-chars", type=int, default=7, help="characters per streamed delta")
+    parser.add_argument("--delta-ms", type=float, default=20.0, help="pause between streamed deltas")
+    parser.add_argument("--timeout", type=float, default=600.0, help="give up after this many seconds")
+    parser.add_argument("--json", help="also write every result to this file")
+    args = parser.parse_args()
+    report = asyncio.run(run(args))
+    print(json.dumps(report["summary"], indent=2))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(report, out, indent=2)
+    return 1 if report["summary"]["errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,210 @@
+"""Command line: `wyoming-chorus [flags]` serves; `wyoming-chorus synth TEXT -o OUT.wav` speaks one text to a file.
+
+Settings come from config.yaml (or --config FILE), then the flags. An invalid configuration prints one line naming
+the key and exits with 2. SIGINT/SIGTERM stop the server gracefully: withdraw the zeroconf advertisement, refuse
+new connections, let running replies finish within server.shutdown_timeout, then exit 0.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+import wave
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from service.config import ConfigError, Settings, load_settings
+from service.discovery import Advertisement, advertised_address, default_name
+from service.errors import EngineError
+from service.metrics import Metrics, MetricsServer
+from service.server import ChorusServer
+
+_LOG = logging.getLogger("wyoming-chorus")
+PROG = "wyoming-chorus"
+
+
+class Service:
+    """The whole server: engine, Wyoming server, metrics and zeroconf, started and stopped in order."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.metrics = Metrics()
+        self.engine: Any = None
+        self.server: ChorusServer | None = None
+        self.metrics_server: MetricsServer | None = None
+        self.advertisement: Advertisement | None = None
+
+    async def start(self) -> None:
+        from service.engine import Engine  # imported late: --help and config errors need no OpenVINO
+
+        s = self.settings
+        # Loading and compiling the model takes seconds; off the loop so signals are still handled meanwhile.
+        self.engine = await asyncio.to_thread(Engine, s.engine, self.metrics)
+        self.engine.start()
+        if s.metrics.enabled:
+            self.metrics_server = MetricsServer(
+                self.metrics, lambda: self.engine.stats().alive, s.metrics.address, s.metrics.port
+            )
+            await self.metrics_server.start()
+        self.server = ChorusServer(
+            self.engine, s.server.uri,
+            max_text_length=s.engine.max_text_length, samples_per_chunk=s.engine.samples_per_chunk,
+        )
+        await self.server.start()
+        _LOG.info("serving Wyoming TTS at %s", s.server.uri)
+        uri = urlparse(s.server.uri)
+        if s.zeroconf.enabled and uri.scheme == "tcp":
+            self.advertisement = Advertisement(
+                s.zeroconf.name or default_name(),
+                advertised_address(uri.hostname, s.zeroconf.address),
+                uri.port,
+                s.zeroconf.interfaces,
+            )
+            await self.advertisement.start()
+        elif s.zeroconf.enabled:
+            _LOG.info("zeroconf needs a tcp:// URI; not advertising %s", s.server.uri)
+
+    async def stop(self) -> None:
+        timeout = self.settings.server.shutdown_timeout
+        if self.advertisement is not None:
+            await self.advertisement.stop()
+        if self.server is not None:
+            await self.server.stop(timeout)
+        if self.metrics_server is not None:
+            await self.metrics_server.stop()
+        if self.engine is not None:
+            await asyncio.to_thread(self.engine.stop, timeout)
+
+
+async def serve(settings: Settings) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    service = Service(settings)
+    try:
+        await service.start()
+        await stop.wait()
+        _LOG.info("stopping")
+    finally:
+        await service.stop()
+
+
+# ---- synth -------------------------------------------------------------------------------------------------------
+
+async def _collect(engine: Any, text: str, voice: str | None, speaker: str | None, codes: list | None) -> bytes:
+    pcm = bytearray()
+    async for chunk in engine.synthesize(text, voice=voice, speaker=speaker, codes_out=codes):
+        pcm += chunk
+    return bytes(pcm)
+
+
+def synth(settings: Settings, args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from service.engine import Engine
+
+    engine = Engine(settings.engine)
+    engine.start()
+    codes: list | None = [] if args.save_codes else None
+    try:
+        pcm = asyncio.run(_collect(engine, args.text, args.voice, args.speaker, codes))
+    except EngineError as error:
+        print(f"{PROG} synth: {error}", file=sys.stderr)
+        return 1
+    finally:
+        engine.stop()
+    with wave.open(str(args.output), "wb") as wav:
+        wav.setnchannels(1)
+        wav.setsampwidth(2)
+        wav.setframerate(engine.sample_rate)
+        wav.writeframes(pcm)
+    if codes is not None:
+        frames = np.stack(codes).astype(np.int32) if codes else np.zeros((0, 16), np.int32)
+        np.save(args.save_codes, frames)  # frames x 16 code groups
+    print(f"{args.output}: {len(pcm) // 2 / engine.sample_rate:.2f} s of audio")
+    return 0
+
+
+# ---- arguments ---------------------------------------------------------------------------------------------------
+
+def _common_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="configuration file instead of the embedded config.yaml")
+    parser.add_argument("--model", help="model directory or builtin:tiny (engine.model)")
+    parser.add_argument("--device", help="OpenVINO device: AUTO, CPU, GPU, GPU.N (engine.device)")
+    parser.add_argument("--kv-precision", help="KV cache element type: u8, f16, bf16, f32 (engine.kv_precision)")
+    parser.add_argument("--debug", action="store_true", help="log at DEBUG level")
+
+
+def _serve_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Wyoming text-to-speech server (Qwen3-TTS on OpenVINO). "
+        f"Run '{PROG} synth --help' to speak one text to a WAV file.",
+    )
+    parser.add_argument("--uri", help="where to listen, e.g. tcp://0.0.0.0:10200 (server.uri)")
+    zeroconf = parser.add_mutually_exclusive_group()
+    zeroconf.add_argument("--zeroconf", nargs="?", const=True, metavar="NAME",
+                          help="advertise over zeroconf, optionally under NAME (zeroconf.enabled, zeroconf.name)")
+    zeroconf.add_argument("--no-zeroconf", action="store_true", help="do not advertise over zeroconf")
+    parser.add_argument("--metrics-port", type=int, help="port of /metrics and /health (metrics.port)")
+    _common_flags(parser)
+    return parser
+
+
+def _synth_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=f"{PROG} synth", description="Speak one text to a WAV file.")
+    parser.add_argument("text")
+    parser.add_argument("-o", "--output", type=Path, required=True, help="WAV file to write")
+    parser.add_argument("--voice", help="voice name (default: the model's first voice)")
+    parser.add_argument("--speaker", help="speaker of the voice (default: its first speaker)")
+    parser.add_argument("--seed", type=int, help="sampling seed (engine.seed)")
+    parser.add_argument("--greedy", action="store_true", help="argmax instead of sampling (engine.greedy)")
+    parser.add_argument("--save-codes", type=Path, metavar="FILE.npy", help="also save the codes, frames x 16")
+    _common_flags(parser)
+    return parser
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """Dotted config keys set by the flags that were given."""
+    flags = {
+        "uri": "server.uri", "model": "engine.model", "device": "engine.device",
+        "kv_precision": "engine.kv_precision", "metrics_port": "metrics.port", "seed": "engine.seed",
+    }
+    overrides = {key: getattr(args, flag) for flag, key in flags.items() if getattr(args, flag, None) is not None}
+    if getattr(args, "greedy", False):
+        overrides["engine.greedy"] = True
+    if getattr(args, "zeroconf", None) is not None:
+        overrides["zeroconf.enabled"] = True
+        if isinstance(args.zeroconf, str):
+            overrides["zeroconf.name"] = args.zeroconf
+    if getattr(args, "no_zeroconf", False):
+        overrides["zeroconf.enabled"] = False
+    if args.debug:
+        overrides["server.log_level"] = "DEBUG"
+    return overrides
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    is_synth = bool(argv) and argv[0] == "synth"
+    args = _synth_parser().parse_args(argv[1:]) if is_synth else _serve_parser().parse_args(argv)
+    try:
+        settings = load_settings(args.config, _overrides(args))
+    except ConfigError as error:
+        print(f"{PROG}: config error: {error}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=settings.server.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    if is_synth:
+        return synth(settings, args)
+    try:
+        asyncio.run(serve(settings))
+    except OSError as error:  # the port is taken, the socket path is not writable, ...
+        print(f"{PROG}: {error}", file=sys.stderr)
+        return 1
+    return 0

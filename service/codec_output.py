@@ -1,0 +1,136 @@
+"""From frames to the caller's PCM: a codec thread decodes each request's frames as they arrive, and a PcmSink
+carries the result across into the caller's asyncio loop.
+
+Decoding runs beside the engine loop, not inside it, so a talker step never waits for the vocoder (on an iGPU the
+two even run on different devices). One worker keeps the frames of each request in order.
+"""
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from service.codec_stream import StreamingCodecDecoder
+
+# The first chunk leaves after a few frames (4 frames = 320 ms of audio) so speech starts early; later chunks are
+# larger because every decoder call has a fixed cost.
+FIRST_CHUNK_FRAMES = 4
+CHUNK_FRAMES = 12
+
+
+class PcmSink:
+    """One request's audio on its way to an asyncio task: bytes, then None at the end, or an exception."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, submitted: float, codes_out: list | None):
+        self._loop = loop
+        self._queue: asyncio.Queue = asyncio.Queue()
+        self.submitted = submitted
+        self.codes_out = codes_out
+        self.first_audio_seen = False
+        self.done = False
+
+    def codes_seen(self, codes: np.ndarray) -> None:
+        if self.codes_out is not None:
+            self.codes_out.append(np.array(codes, dtype=np.int32))
+
+    def put(self, chunk: bytes) -> None:
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, chunk)
+
+    def close(self) -> None:
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, None)
+
+    def fail(self, error: Exception) -> None:
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, error)
+
+    async def __aiter__(self) -> AsyncIterator[bytes | None]:
+        while True:
+            item = await self._queue.get()
+            if isinstance(item, Exception):
+                self.done = True
+                raise item
+            if item is None:
+                self.done = True
+            yield item
+            if item is None:
+                return
+
+
+@dataclass
+class _Stream:
+    state: object
+    pending: list[np.ndarray] = field(default_factory=list)
+    emitted: bool = False
+
+    def ready(self) -> bool:
+        return len(self.pending) >= (CHUNK_FRAMES if self.emitted else FIRST_CHUNK_FRAMES)
+
+
+class CodecWorker:
+    def __init__(self, model_dir: Path, inference_precision: str):
+        self._decoder = StreamingCodecDecoder(model_dir / "codec_decoder.xml", inference_precision)
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._streams: dict[int, _Stream] = {}
+        self._thread = threading.Thread(target=self._run, name="chorus-codec", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float) -> None:
+        self._jobs.put(None)
+        self._thread.join(timeout)
+
+    # Called from the engine thread; the work happens on the codec thread, in order.
+    def push(self, seq_id: int, sink: PcmSink, codes: np.ndarray) -> None:
+        self._jobs.put(("frame", seq_id, sink, codes))
+
+    def close(self, seq_id: int, sink: PcmSink) -> None:
+        self._jobs.put(("close", seq_id, sink, None))
+
+    def fail(self, seq_id: int, sink: PcmSink, error: Exception) -> None:
+        self._jobs.put(("fail", seq_id, sink, error))
+
+    def drop(self, seq_id: int, sink: PcmSink) -> None:
+        self._jobs.put(("drop", seq_id, sink, None))
+
+    def _run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            kind, seq_id, sink, payload = job
+            try:
+                self._handle(kind, seq_id, sink, payload)
+            except Exception as error:  # a decoder failure ends this reply only
+                self._streams.pop(seq_id, None)
+                sink.fail(error)
+
+    def _handle(self, kind: str, seq_id: int, sink: PcmSink, payload) -> None:
+        if kind == "frame":
+            stream = self._streams.get(seq_id)
+            if stream is None:
+                stream = self._streams[seq_id] = _Stream(self._decoder.new_stream())
+            stream.pending.append(payload)
+            if stream.ready():
+                self._emit(stream, sink)
+            return
+        stream = self._streams.pop(seq_id, None)
+        if kind == "close":
+            if stream is not None and stream.pending:
+                self._emit(stream, sink)
+            sink.close()
+        elif kind == "fail":
+            sink.fail(payload)
+        else:  # drop: the caller went away; nobody reads this sink any more
+            sink.close()
+
+    def _emit(self, stream: _Stream, sink: PcmSink) -> None:
+        audio = self._decoder.push(stream.state, np.stack(stream.pending))
+        stream.pending.clear()
+        stream.emitted = True
+        sink.put(pcm16(audio))
+
+
+def pcm16(audio: np.ndarray) -> bytes:
+    return (np.clip(np.asarray(audio).reshape(-1), -1.0, 1.0) * 32767.0).round().astype("<i2").tobytes()

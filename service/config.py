@@ -1,0 +1,228 @@
+"""Typed, validated settings read from config.yaml (see that file for what each key means).
+
+Every field declares its own check, which validates the raw YAML value and returns it normalised; a failed check
+becomes one ConfigError naming the dotted key ("engine.kv_precision: ..."). The dataclass defaults equal the
+embedded config.yaml (a test keeps them in step), so a --config file may leave keys out.
+"""
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import yaml
+
+
+class ConfigError(Exception):
+    """An invalid configuration; the message names the key and fits on one line."""
+
+
+Check = Callable[[Any], Any]
+
+
+def _setting(default: Any, check: Check) -> Any:
+    return field(default=default, metadata={"check": check})
+
+
+# ---- checks: take a raw YAML value, return it normalised or raise ValueError with the reason -------------------
+
+def _integer(minimum: int, *, optional: bool = False) -> Check:
+    def check(value: Any) -> int | None:
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"expected an integer, got {value!r}")
+        if value < minimum:
+            raise ValueError(f"must be at least {minimum}, got {value}")
+        return value
+    return check
+
+
+def _seconds(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ValueError(f"expected a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def _boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {value!r}")
+    return value
+
+
+def _text(*, optional: bool = False) -> Check:
+    def check(value: Any) -> str | None:
+        if value is None and optional:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"expected a non-empty string, got {value!r}")
+        return value.strip()
+    return check
+
+
+def _one_of(*choices: str, normalise: Callable[[str], str] = str.lower) -> Check:
+    def check(value: Any) -> str:
+        if isinstance(value, str) and normalise(value) in choices:
+            return normalise(value)
+        raise ValueError(f"expected one of {', '.join(repr(c) for c in choices)}, got {value!r}")
+    return check
+
+
+def _device(value: Any) -> str:
+    if isinstance(value, str) and re.fullmatch(r"AUTO|CPU|GPU(\.\d+)?", value.upper()):
+        return value.upper()
+    raise ValueError(f"expected AUTO, CPU, GPU or GPU.N, got {value!r}")
+
+
+def _uri(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"expected tcp://HOST:PORT, unix://PATH or stdio://, got {value!r}")
+    parsed = urlparse(value)
+    try:
+        port = parsed.port
+    except ValueError:  # a port that is not a number or out of range
+        port = None
+    if parsed.scheme == "tcp" and parsed.hostname and port:
+        return value
+    if parsed.scheme == "unix" and parsed.path:
+        return value
+    if parsed.scheme == "stdio":
+        return value
+    raise ValueError(f"expected tcp://HOST:PORT, unix://PATH or stdio://, got {value!r}")
+
+
+def _port(value: Any) -> int:
+    port = _integer(0)(value)
+    if port > 65535:
+        raise ValueError(f"expected a port number up to 65535, got {port}")
+    return port
+
+
+def _ip_address(value: Any) -> str | None:
+    if value is None:
+        return None
+    try:
+        if not isinstance(value, str):
+            raise ValueError
+        address = ipaddress.ip_address(value)
+    except ValueError:
+        raise ValueError(f"expected an IPv4 or IPv6 address, got {value!r}") from None
+    if address.is_unspecified:
+        raise ValueError(f"{value} is the wildcard address, which clients cannot connect to")
+    return str(address)
+
+
+def _addresses(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+        raise ValueError(f"expected a list of addresses, got {value!r}")
+    return tuple(value)
+
+
+# ---- settings ---------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ServerSettings:
+    uri: str = _setting("tcp://0.0.0.0:10200", _uri)
+    shutdown_timeout: float = _setting(10.0, _seconds)
+    log_level: str = _setting("INFO", _one_of("DEBUG", "INFO", "WARNING", "ERROR", normalise=str.upper))
+
+
+@dataclass(frozen=True)
+class ZeroconfSettings:
+    enabled: bool = _setting(True, _boolean)
+    name: str | None = _setting(None, _text(optional=True))
+    address: str | None = _setting(None, _ip_address)
+    interfaces: tuple[str, ...] = _setting((), _addresses)
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    model: str = _setting("builtin:tiny", _text())
+    device: str = _setting("AUTO", _device)
+    kv_precision: str = _setting("u8", _one_of("u8", "f16", "bf16", "f32"))
+    inference_precision: str = _setting("", _one_of("", "f32", "bf16", "f16"))
+    kv_cache_mb: int = _setting(256, _integer(1))
+    max_cache_blocks: int = _setting(0, _integer(0))
+    max_batch: int = _setting(16, _integer(1))
+    max_waiting: int = _setting(64, _integer(0))
+    max_text_length: int = _setting(4000, _integer(1))
+    max_frames: int = _setting(1500, _integer(1))
+    step_token_budget: int = _setting(256, _integer(1))
+    policy: str = _setting("continuous", _one_of("continuous", "static"))
+    samples_per_chunk: int = _setting(1920, _integer(1))
+    seed: int | None = _setting(None, _integer(0, optional=True))
+    greedy: bool = _setting(False, _boolean)
+
+
+@dataclass(frozen=True)
+class MetricsSettings:
+    enabled: bool = _setting(True, _boolean)
+    address: str = _setting("0.0.0.0", _text())
+    port: int = _setting(9700, _port)
+
+
+@dataclass(frozen=True)
+class Settings:
+    server: ServerSettings = field(default_factory=ServerSettings)
+    zeroconf: ZeroconfSettings = field(default_factory=ZeroconfSettings)
+    engine: EngineSettings = field(default_factory=EngineSettings)
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
+
+
+# ---- loading ----------------------------------------------------------------------------------------------------
+
+def default_config_path() -> Path:
+    """The embedded config.yaml: beside this module in an installed wheel, at the repository root in a checkout."""
+    packaged = Path(__file__).with_name("config.yaml")
+    if packaged.is_file():
+        return packaged
+    return Path(__file__).resolve().parent.parent / "config.yaml"
+
+
+def load_settings(path: Path | None = None, overrides: Mapping[str, Any] | None = None) -> Settings:
+    """Read `path` (default: the embedded config.yaml), apply dotted-key overrides ("engine.model"), validate."""
+    path = path or default_config_path()
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read: {error.strerror or error}") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise ConfigError(f"{path}: not valid YAML{where}") from None
+    raw = {} if raw is None else raw
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping of sections at the top level")
+    for key, value in (overrides or {}).items():
+        section, name = key.split(".", 1)
+        raw.setdefault(section, {})
+        if isinstance(raw[section], dict):
+            raw[section][name] = value
+    return _build(Settings, raw, "")
+
+
+def _build(cls: type, raw: dict, prefix: str) -> Any:
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    for key in raw:
+        if key not in known:
+            raise ConfigError(f"{prefix}{key}: unknown key; expected one of {', '.join(known)}")
+    values = {}
+    for name, spec in known.items():
+        if name not in raw:
+            continue
+        key = f"{prefix}{name}"
+        if "check" not in spec.metadata:  # a section
+            if not isinstance(raw[name], dict):
+                raise ConfigError(f"{key}: expected a mapping of settings, got {raw[name]!r}")
+            values[name] = _build(spec.default_factory, raw[name], f"{key}.")
+            continue
+        try:
+            values[name] = spec.metadata["check"](raw[name])
+        except ValueError as error:
+            raise ConfigError(f"{key}: {error}") from None
+    return cls(**values)

@@ -1,0 +1,287 @@
+"""The engine: one thread that runs schedule -> runner.step -> update, and a codec thread that turns frames into PCM.
+
+Asyncio callers talk to it only through `synthesize()`, an async iterator of PCM chunks. Requests cross into the
+engine thread through an inbox (new sequences, aborts) that the loop drains at every step boundary, so the scheduler
+and block manager are only ever touched by one thread and need no locks of their own.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import queue
+import random
+import threading
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from service.blocks import BlockManager
+from service.codec_output import CodecWorker, PcmSink
+from service.config import EngineSettings
+from service.errors import InvalidText, QueueFull, RequestFailed, UnknownVoice
+from service.metrics import Metrics
+from service.model.builtin import resolve_model
+from service.model.prompt import PromptBuilder
+from service.model.voices import VoiceInfo, load_voices
+from service.runner import PagedRunner, RunnerOptions
+from service.scheduler import Scheduler
+from service.sequence import FinishReason, SamplingParams, Sequence
+
+_LOG = logging.getLogger(__name__)
+
+# A missing eos must not run away: cap frames by the text's length. Natural speech needs about 4 frames (320 ms)
+# per text token; twice that plus two seconds leaves room for slow speech without letting a runaway go far.
+_FRAMES_PER_TEXT_TOKEN = 8
+_FRAMES_BASE = 25
+
+
+@dataclass(frozen=True)
+class EngineStats:
+    blocks_total: int
+    blocks_used: int
+    running: int
+    waiting: int
+    alive: bool
+
+
+@dataclass
+class _Inbox:
+    """What asyncio tasks hand to the engine thread; drained at every step boundary."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    wake: threading.Condition = field(init=False)
+    new: list[Sequence] = field(default_factory=list)
+    aborts: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.wake = threading.Condition(self.lock)
+
+
+class Engine:
+    def __init__(self, settings: EngineSettings, metrics: Metrics | None = None):
+        self.settings = settings
+        self.metrics = metrics or Metrics()
+        model_dir = resolve_model(settings.model)
+        self.voices: list[VoiceInfo] = load_voices(model_dir)
+        self._prompts = PromptBuilder(model_dir)
+        self._prompt_lock = threading.Lock()
+        self._runner = PagedRunner(
+            model_dir,
+            RunnerOptions(
+                device=settings.device,
+                kv_precision=settings.kv_precision,
+                inference_precision=settings.inference_precision,
+                num_blocks=settings.max_cache_blocks,
+                kv_cache_bytes=settings.kv_cache_mb << 20,
+            ),
+        )
+        self.sample_rate = self._prompts.sample_rate
+        self.blocks = BlockManager(self._runner.num_blocks, self._runner.block_size)
+        self.scheduler = Scheduler(
+            self.blocks,
+            max_running=settings.max_batch,
+            max_waiting=settings.max_waiting,
+            token_budget=settings.step_token_budget,
+            policy=settings.policy,
+        )
+        self._codec = CodecWorker(model_dir, settings.inference_precision)
+        self._sinks: dict[int, PcmSink] = {}
+        self._inbox = _Inbox()
+        self._ids = itertools.count()
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="chorus-engine", daemon=True)
+        self.metrics.kv_blocks_total.set(self._runner.num_blocks)
+
+    # ---- lifecycle -------------------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._codec.start()
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Abort whatever still runs, then stop both threads."""
+        with self._inbox.lock:
+            self._inbox.aborts.extend(self._sinks)
+            self._stopping.set()
+            self._inbox.wake.notify()
+        self._thread.join(timeout)
+        self._codec.stop(timeout)
+
+    def stats(self) -> EngineStats:
+        return EngineStats(
+            blocks_total=self.blocks.num_blocks,
+            blocks_used=self.blocks.num_used,
+            running=len(self.scheduler.running),
+            waiting=len(self.scheduler.waiting),
+            alive=self._thread.is_alive(),
+        )
+
+    # ---- the asyncio side ------------------------------------------------------------------------------------
+    async def synthesize(
+        self,
+        text: str,
+        voice: str | None = None,
+        speaker: str | None = None,
+        language: str | None = None,
+        seed: int | None = None,
+        codes_out: list[np.ndarray] | None = None,
+    ) -> AsyncIterator[bytes]:
+        """Yields int16 little-endian mono PCM at `sample_rate` as it is generated.
+
+        Closing the iterator early (or cancelling the task that reads it) aborts the request; its blocks are freed
+        at the next step boundary. `codes_out`, when given, receives each frame's 16 codes (for --save-codes).
+        """
+        seq = await asyncio.to_thread(self._make_sequence, text, voice, speaker, language, seed)
+        sink = PcmSink(asyncio.get_running_loop(), time.monotonic(), codes_out)
+        with self._inbox.lock:
+            if not self._thread.is_alive() or self._stopping.is_set():
+                raise RequestFailed("the engine is not running")
+            self._sinks[seq.id] = sink
+            self._inbox.new.append(seq)
+            self._inbox.wake.notify()
+        try:
+            async for chunk in sink:
+                if chunk is None:
+                    return
+                if not sink.first_audio_seen:
+                    sink.first_audio_seen = True
+                    self.metrics.time_to_first_audio.observe(time.monotonic() - sink.submitted)
+                yield chunk
+        finally:
+            if not sink.done:  # the caller stopped reading or was cancelled
+                self.abort(seq.id)
+
+    def abort(self, seq_id: int) -> None:
+        with self._inbox.lock:
+            self._inbox.aborts.append(seq_id)
+            self._inbox.wake.notify()
+
+    def _make_sequence(self, text, voice, speaker, language, seed) -> Sequence:
+        text = text.strip()
+        if not text:
+            raise InvalidText("the text is empty")
+        if len(text) > self.settings.max_text_length:
+            raise InvalidText(f"the text has {len(text)} characters; the limit is {self.settings.max_text_length}")
+        chosen = self._voice(voice)
+        speaker = speaker or chosen.default_speaker
+        if speaker is not None and chosen.speakers and speaker not in chosen.speakers:
+            raise UnknownVoice(f"voice {chosen.name!r} has no speaker {speaker!r}")
+        with self._prompt_lock:
+            prompt = self._prompts.build(text, speaker=speaker, language=chosen.model_language(language),
+                                         instruct=chosen.instruct)
+        gen = self._prompts.generation
+        greedy = self.settings.greedy
+        if seed is None:
+            seed = self.settings.seed if self.settings.seed is not None else random.getrandbits(63)
+        sampling = SamplingParams(
+            temperature=0.0 if greedy else gen["temperature"],
+            top_k=gen["top_k"],
+            top_p=gen["top_p"],
+            repetition_penalty=gen["repetition_penalty"],
+            sub_temperature=0.0 if greedy else gen["subtalker_temperature"],
+            sub_top_k=gen["subtalker_top_k"],
+            sub_top_p=gen["subtalker_top_p"],
+            seed=seed,
+        )
+        frame_cap = min(self.settings.max_frames, _FRAMES_BASE + _FRAMES_PER_TEXT_TOKEN * prompt.n_text_tokens)
+        return Sequence(
+            seq_id=next(self._ids),
+            prompt=prompt.prefill,
+            trailing_text=prompt.trailing,
+            pad_text=prompt.pad,
+            sampling=sampling,
+            frame_cap=frame_cap,
+        )
+
+    def _voice(self, name: str | None) -> VoiceInfo:
+        if name is None:
+            return self.voices[0]
+        for voice in self.voices:
+            if voice.name == name:
+                return voice
+        raise UnknownVoice(f"unknown voice {name!r}; installed: {', '.join(v.name for v in self.voices)}")
+
+    # ---- the engine thread -----------------------------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            while True:
+                if not self._drain_inbox():
+                    return
+                entries = self.scheduler.schedule()
+                if not entries:
+                    self._idle()
+                    continue
+                started = time.perf_counter()
+                output = self._runner.step(entries)
+                result = self.scheduler.update(entries, output)
+                self._observe_step(len(entries), time.perf_counter() - started, result)
+                for seq, codes in result.new_frames:
+                    self._sinks[seq.id].codes_seen(codes)
+                    self._codec.push(seq.id, self._sinks[seq.id], codes)
+                for seq in result.finished:
+                    self._finish(seq)
+        except Exception:  # a bug in the loop must end every reply, not hang the callers
+            _LOG.exception("engine loop crashed")
+            with self._inbox.lock:
+                sinks, self._sinks = self._sinks, {}
+            for sink in sinks.values():
+                sink.fail(RequestFailed("the engine stopped"))
+
+    def _drain_inbox(self) -> bool:
+        with self._inbox.lock:
+            new, self._inbox.new = self._inbox.new, []
+            aborts, self._inbox.aborts = self._inbox.aborts, []
+            stopping = self._stopping.is_set()
+        for seq in new:
+            if not self.scheduler.add(seq):  # refused on the spot: queue full, or it could never fit the pool
+                self._finish(seq)
+        if aborts:
+            for seq in self.scheduler.finish_requests(aborts, FinishReason.ABORTED):
+                self._finish(seq)
+        return not (stopping and not self.scheduler.has_work())
+
+    def _idle(self) -> None:
+        self.scheduler.check_integrity()
+        self._update_gauges()
+        with self._inbox.lock:
+            if not self._inbox.new and not self._inbox.aborts and not self._stopping.is_set():
+                self._inbox.wake.wait(timeout=1.0)
+
+    def _finish(self, seq: Sequence) -> None:
+        sink = self._sinks.pop(seq.id, None)
+        if sink is None:
+            return
+        status = {
+            FinishReason.EOS: "ok",
+            FinishReason.FRAME_CAP: "ok",
+            FinishReason.ABORTED: "aborted",
+            FinishReason.REJECTED: "rejected",
+            FinishReason.ERROR: "error",
+        }[seq.finish_reason]
+        self.metrics.requests_total.labels(status=status).inc()
+        if seq.finish_reason is FinishReason.REJECTED:
+            self._codec.fail(seq.id, sink, QueueFull(seq.error or "the server is busy"))
+        elif seq.finish_reason is FinishReason.ERROR:
+            self._codec.fail(seq.id, sink, RequestFailed(seq.error or "the request failed"))
+        elif seq.finish_reason is FinishReason.ABORTED:
+            self._codec.drop(seq.id, sink)
+        else:
+            self._codec.close(seq.id, sink)
+
+    def _observe_step(self, batch: int, seconds: float, result) -> None:
+        m = self.metrics
+        m.batch_size.observe(batch)
+        m.step_seconds.observe(seconds)
+        m.frames_total.inc(len(result.new_frames))
+        if result.preempted:
+            m.preemptions_total.inc(len(result.preempted))
+        self._update_gauges()
+
+    def _update_gauges(self) -> None:
+        m = self.metrics
+        m.kv_blocks_used.set(self.blocks.num_used)
+        m.requests_running.set(len(self.scheduler.running))
+        m.requests_waiting.set(len(self.scheduler.waiting))
+

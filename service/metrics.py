@@ -1,0 +1,114 @@
+"""Prometheus metrics, and the small HTTP server that exposes them at /metrics beside a /health probe.
+
+Each Metrics object owns its own CollectorRegistry, so several engines (tests) never clash over global names.
+The HTTP server is a few lines of asyncio on the server's own loop: prometheus_client's own servers cannot answer
+/health, and a probe that goes unanswered when the event loop is stuck is the honest answer anyway.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+_LOG = logging.getLogger(__name__)
+
+REQUEST_STATUSES = ("ok", "error", "aborted", "rejected")
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry | None = None):
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.kv_blocks_total = Gauge("chorus_kv_blocks_total", "KV cache blocks in the pool", registry=r)
+        self.kv_blocks_used = Gauge("chorus_kv_blocks_used", "KV cache blocks held by requests", registry=r)
+        self.requests_running = Gauge("chorus_requests_running", "Requests in the running batch", registry=r)
+        self.requests_waiting = Gauge("chorus_requests_waiting", "Requests waiting to be admitted", registry=r)
+        self.requests_total = Counter(
+            "chorus_requests_total", "Finished requests by outcome", ["status"], registry=r
+        )
+        for status in REQUEST_STATUSES:  # export every outcome from the start, not only once it has happened
+            self.requests_total.labels(status=status)
+        self.frames_total = Counter("chorus_frames_total", "Audio frames generated", registry=r)
+        self.preemptions_total = Counter(
+            "chorus_preemptions_total", "Requests preempted (blocks freed, recomputed later)", registry=r
+        )
+        self.batch_size = Histogram(
+            "chorus_batch_size", "Requests in one engine step", registry=r,
+            buckets=(1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64),
+        )
+        self.step_seconds = Histogram(
+            "chorus_step_seconds", "Duration of one engine step", registry=r,
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.08, 0.1, 0.25, 0.5, 1.0),
+        )
+        self.time_to_first_audio = Histogram(
+            "chorus_time_to_first_audio_seconds", "From request to its first PCM chunk", registry=r,
+            buckets=(0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0),
+        )
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class MetricsServer:
+    """GET /metrics (Prometheus text format) and GET /health (200 while `alive()`, else 503)."""
+
+    _READ_TIMEOUT = 5.0
+
+    def __init__(self, metrics: Metrics, alive: Callable[[], bool], host: str, port: int):
+        self._metrics = metrics
+        self._alive = alive
+        self._host = host
+        self._port = port
+        self._server: asyncio.Server | None = None
+
+    @property
+    def port(self) -> int:
+        """The bound port (the configured one, or the one the OS picked for port 0)."""
+        if self._server is None:
+            raise RuntimeError("the metrics server is not started")
+        return self._server.sockets[0].getsockname()[1]
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, self._host, self._port)
+        _LOG.info("metrics on http://%s:%s/metrics", self._host, self.port)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request = await asyncio.wait_for(reader.readline(), self._READ_TIMEOUT)
+            while (await asyncio.wait_for(reader.readline(), self._READ_TIMEOUT)).strip():
+                pass  # headers: none matter here
+            status, content_type, body = self._respond(request.decode("latin-1").split())
+            head = (
+                f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            )
+            writer.write(head.encode("latin-1") + body)
+            await writer.drain()
+        except (asyncio.TimeoutError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    def _respond(self, request_line: list[str]) -> tuple[str, str, bytes]:
+        text = "text/plain; charset=utf-8"
+        if len(request_line) != 3:
+            return "400 Bad Request", text, b"bad request\n"
+        method, target, _version = request_line
+        path = target.split("?", 1)[0]
+        if method != "GET":
+            return "405 Method Not Allowed", text, b"only GET\n"
+        if path == "/metrics":
+            return "200 OK", CONTENT_TYPE_LATEST, self._metrics.exposition()
+        if path == "/health":
+            if self._alive():
+                return "200 OK", text, b"ok\n"
+            return "503 Service Unavailable", text, b"engine loop stopped\n"
+        return "404 Not Found", text, b"not found: try /metrics or /health\n"

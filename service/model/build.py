@@ -1,0 +1,116 @@
+"""Writes a model directory (the one format every other part reads) from HF-keyed weights and configs.
+
+MODEL_DIR: talker.xml, code_predictor.xml, text.xml, codec_decoder.xml (+ .bin), embeddings.safetensors,
+tokenizer.json, chorus.json. Random-weight presets and the real-checkpoint exporter both come through here.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import openvino as ov
+from safetensors.numpy import save_file
+
+from service.model.code_predictor import build_code_predictor
+from service.model.codec_decoder import build_codec_decoder
+from service.model.ops import Weights, require
+from service.model.talker import build_talker
+from service.model.text import build_text
+
+FORMAT = 1
+WEIGHT_DTYPES = ("f32", "f16")
+GENERATION_DEFAULTS = {"temperature": 0.9, "top_k": 50, "top_p": 1.0, "repetition_penalty": 1.05,
+                       "subtalker_temperature": 0.9, "subtalker_top_k": 50, "subtalker_top_p": 1.0,
+                       "min_new_tokens": 2}
+_CODEC_IDS = {"pad": "codec_pad_id", "bos": "codec_bos_id", "eos": "codec_eos_token_id", "think": "codec_think_id",
+              "nothink": "codec_nothink_id", "think_bos": "codec_think_bos_id", "think_eos": "codec_think_eos_id"}
+_TEXT_IDS = {"im_start": "im_start_token_id", "im_end": "im_end_token_id", "tts_pad": "tts_pad_token_id",
+             "tts_bos": "tts_bos_token_id", "tts_eos": "tts_eos_token_id"}
+
+
+def write_model_dir(out_dir, talker_weights: Mapping[str, np.ndarray], config: Mapping,
+                    codec_weights: Mapping[str, np.ndarray], codec_config: Mapping, tokenizer_json: str,
+                    weight_dtype: str = "f32", *, name: str | None = None,
+                    generation: Mapping | None = None) -> Path:
+    """Build every graph and write MODEL_DIR. weight_dtype "f16" stores graph constants in f16, "f32" exactly.
+
+    `generation` overrides the sampling defaults (a checkpoint's generation_config.json); `name` defaults to the
+    directory name.
+    """
+    out = Path(out_dir)
+    write_talker_side(out, talker_weights, config, tokenizer_json, weight_dtype)
+    decoder_config = require(codec_config, "decoder_config", "the speech tokenizer config")
+    _save(build_codec_decoder(codec_weights, decoder_config), out / "codec_decoder.xml", weight_dtype)
+    write_manifest(out, config, codec_config, name or out.name, generation)
+    return out
+
+
+def write_talker_side(out: Path, weights: Mapping[str, np.ndarray], config: Mapping, tokenizer_json: str,
+                      weight_dtype: str) -> None:
+    """Everything but the codec decoder and the manifest: the three language-model graphs, the embedding tables
+    the native runner gathers from, and the tokenizer."""
+    if weight_dtype not in WEIGHT_DTYPES:
+        raise ValueError(f"weight_dtype must be one of {WEIGHT_DTYPES}, not {weight_dtype!r}")
+    out.mkdir(parents=True, exist_ok=True)
+    _save(build_talker(weights, config), out / "talker.xml", weight_dtype)
+    _save(build_code_predictor(weights, config), out / "code_predictor.xml", weight_dtype)
+    _save(build_text(weights, config), out / "text.xml", weight_dtype)
+    save_file(_embedding_tables(weights, config), str(out / "embeddings.safetensors"))
+    (out / "tokenizer.json").write_text(tokenizer_json, encoding="utf-8")
+
+
+def write_manifest(out: Path, config: Mapping, codec_config: Mapping, name: str,
+                   generation: Mapping | None) -> None:
+    talker = require(config, "talker_config", "config.json")
+    decoder_config = require(codec_config, "decoder_config", "the speech tokenizer config")
+    code_predictor = require(talker, "code_predictor_config", "talker_config")
+    manifest = {
+        "format": FORMAT,
+        "name": name,
+        "model_type": require(config, "tts_model_type", "config.json"),
+        "hidden_size": int(require(talker, "hidden_size", "talker_config")),
+        "num_code_groups": int(require(talker, "num_code_groups", "talker_config")),
+        "codec_vocab_size": int(require(talker, "vocab_size", "talker_config")),
+        "codebook_size": int(require(code_predictor, "vocab_size", "code_predictor_config")),
+        "sample_rate": int(codec_config.get("output_sample_rate", 24000)),
+        # The decoder's total upsampling is what one frame becomes in samples (1920 = 8*5*4*3 * 2*2).
+        "samples_per_frame": math.prod(require(decoder_config, "upsample_rates", "decoder_config"))
+        * math.prod(require(decoder_config, "upsampling_ratios", "decoder_config")),
+        "codec_ids": {key: int(require(talker, field, "talker_config")) for key, field in _CODEC_IDS.items()},
+        "text_ids": {key: int(require(config, field, "config.json")) for key, field in _TEXT_IDS.items()},
+        "languages": {lang.lower(): int(i) for lang, i in (talker.get("codec_language_id") or {}).items()},
+        "speakers": {spk.lower(): _speaker_id(i) for spk, i in (talker.get("spk_id") or {}).items()},
+        "speaker_is_dialect": {spk.lower(): d for spk, d in (talker.get("spk_is_dialect") or {}).items()},
+        # The reference drops instructions for the 0.6B size ("0b6"): that model was not trained on them.
+        "supports_instruct": config.get("tts_model_size") != "0b6",
+        "generation": {**GENERATION_DEFAULTS, **{k: v for k, v in (generation or {}).items()
+                                                 if k in GENERATION_DEFAULTS}},
+        "talker": {"num_layers": int(talker["num_hidden_layers"]), "num_kv_heads": int(talker["num_key_value_heads"]),
+                   "head_dim": int(talker.get("head_dim") or talker["hidden_size"] // talker["num_attention_heads"])},
+    }
+    (out / "chorus.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+
+
+def _speaker_id(value) -> int:
+    # Some checkpoints store a speaker's codec id as a one-element list.
+    return int(value[0]) if isinstance(value, (list, tuple)) else int(value)
+
+
+def _embedding_tables(weights: Mapping[str, np.ndarray], config: Mapping) -> dict[str, np.ndarray]:
+    talker = require(config, "talker_config", "config.json")
+    code_predictor = require(talker, "code_predictor_config", "talker_config")
+    hidden = int(require(talker, "hidden_size", "talker_config"))
+    w = Weights(weights)
+    codec = w.array_of_shape("talker.model.codec_embedding.weight", (int(talker["vocab_size"]), hidden))
+    tables = [w.array_of_shape(f"talker.code_predictor.model.codec_embedding.{j}.weight",
+                               (int(code_predictor["vocab_size"]), hidden))
+              for j in range(int(code_predictor["num_code_groups"]) - 1)]
+    return {"codec_embedding": np.ascontiguousarray(codec, dtype=np.float32),
+            "cp_codec_embedding": np.ascontiguousarray(np.stack(tables), dtype=np.float32)}
+
+
+def _save(model: ov.Model, path: Path, weight_dtype: str) -> None:
+    ov.save_model(model, str(path), compress_to_fp16=weight_dtype == "f16")

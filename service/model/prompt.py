@@ -1,0 +1,125 @@
+"""Turns a request (text, speaker, language, instruction) into the talker's input rows.
+
+Every talker input row is the sum of a text-track embedding T(x) = text_projection(text_embedding(x)) and a
+codec-track embedding C(x) = codec_embedding(x). Layout, following the reference's generate() with
+non_streaming_mode=True, the default of generate_custom_voice (and generate_voice_design):
+
+    ids   = tokens of "<|im_start|>assistant\\n{text}<|im_end|>\\n<|im_start|>assistant\\n"
+            (ids[:3] role prefix, ids[3:-5] the text, ids[-5:] the closing frame)
+    codec = [nothink, think_bos, think_eos]              language "auto"
+          | [think, think_bos, language, think_eos]      explicit language (or a dialect speaker's dialect)
+            + [speaker] if a speaker is named, + [pad, bos]
+
+    prefill = T(instruct frame)                                    only with an instruction
+           ++ T(ids[:3])                                           text track only
+           ++ (T(tts_pad) * (len(codec) - 2) ++ T(tts_bos)) + C(codec[:-1])
+           ++ (T(ids[3:-5]) ++ T(tts_eos)) + C(pad)                the whole text, up front
+           ++ T(tts_pad) + C(bos)
+    trailing = []          every generated frame's input gets T(tts_pad) (Prompt.pad) on its text track
+
+With non_streaming_mode=False the reference instead ends the prefill with T(ids[3]) + C(bos) and feeds the rest of
+the text one token per frame (trailing = T(ids[4:-5]) ++ T(tts_eos)); `PromptBuilder(..., non_streaming_mode=False)`
+gives that layout.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import openvino as ov
+from safetensors.numpy import load_file
+from tokenizers import Tokenizer
+
+_ROLE = "<|im_start|>assistant\n"
+_CLOSE = "<|im_end|>\n<|im_start|>assistant\n"
+
+
+@dataclass(frozen=True)
+class Prompt:
+    prefill: np.ndarray     # f32 [P, H]: the rows of the first talker step(s)
+    trailing: np.ndarray    # f32 [L, H]: text-track rows added to the first L generated frames' inputs
+    pad: np.ndarray         # f32 [H]: text-track row for every later frame
+    n_text_tokens: int      # tokens of the text itself (a frame-cap estimate)
+
+
+class PromptBuilder:
+    def __init__(self, model_dir, device: str = "CPU", non_streaming_mode: bool = True):
+        model_dir = Path(model_dir)
+        self.manifest = json.loads((model_dir / "chorus.json").read_text(encoding="utf-8"))
+        self.sample_rate = int(self.manifest["sample_rate"])
+        self.generation = dict(self.manifest["generation"])
+        self.non_streaming_mode = non_streaming_mode
+        self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self._codec_embedding = load_file(str(model_dir / "embeddings.safetensors"))["codec_embedding"]
+        # f32: the text embeddings are computed once per request, and bf16 would shift every prompt row.
+        self._text = ov.Core().compile_model(model_dir / "text.xml", device, {"INFERENCE_PRECISION_HINT": "f32"})
+        self._codec_ids = self.manifest["codec_ids"]
+        self._text_ids = self.manifest["text_ids"]
+        self._role_ids = self._encode(_ROLE)
+        self._close_ids = self._encode(_CLOSE)
+
+    def build(self, text: str, speaker: str | None = None, language: str | None = None,
+              instruct: str | None = None) -> Prompt:
+        ids = self._encode(_ROLE + text + _CLOSE)
+        role, close = len(self._role_ids), len(self._close_ids)
+        text_ids = ids[role:len(ids) - close]
+        if ids[:role] != self._role_ids or ids[len(ids) - close:] != self._close_ids or not text_ids:
+            raise ValueError(f"text {text[:40]!r} does not tokenize to a non-empty text between the prompt frame")
+        instruct_ids = (self._encode(f"<|im_start|>user\n{instruct}<|im_end|>\n")
+                        if instruct and self.manifest.get("supports_instruct", True) else [])
+        special = [self._text_ids[key] for key in ("tts_pad", "tts_bos", "tts_eos")]
+        embeds = self._text_embeds(instruct_ids + ids[:role] + text_ids + special)
+        instruct_rows, embeds = np.split(embeds, [len(instruct_ids)])
+        role_rows, text_rows, (tts_pad, tts_bos, tts_eos) = np.split(embeds, [role, role + len(text_ids)])
+
+        codec = self._codec_prefix(speaker, language)
+        c = self._codec_embedding
+        ids_of = self._codec_ids
+        tags = np.concatenate([np.repeat(tts_pad[None], len(codec) - 2, 0), tts_bos[None]]) + c[codec[:-1]]
+        if self.non_streaming_mode:
+            whole_text = np.concatenate([text_rows, tts_eos[None]]) + c[ids_of["pad"]]
+            start = tts_pad + c[ids_of["bos"]]
+            prefill = [instruct_rows, role_rows, tags, whole_text, start[None]]
+            trailing = np.zeros((0, tts_pad.shape[0]), np.float32)
+        else:
+            prefill = [instruct_rows, role_rows, tags, (text_rows[0] + c[ids_of["bos"]])[None]]
+            trailing = np.concatenate([text_rows[1:], tts_eos[None]])
+        return Prompt(
+            prefill=np.ascontiguousarray(np.concatenate(prefill), dtype=np.float32),
+            trailing=np.ascontiguousarray(trailing, dtype=np.float32),
+            pad=np.ascontiguousarray(tts_pad, dtype=np.float32),
+            n_text_tokens=len(text_ids),
+        )
+
+    def _codec_prefix(self, speaker: str | None, language: str | None) -> list[int]:
+        languages, speakers = self.manifest["languages"], self.manifest["speakers"]
+        language = (language or "auto").lower()
+        if language != "auto" and language not in languages:
+            raise ValueError(f"unknown language {language!r}; the model knows auto, {', '.join(languages)}")
+        language_id = languages.get(language)
+        speaker_id = None
+        if speaker:
+            speaker = speaker.lower()
+            if speaker not in speakers:
+                raise ValueError(f"unknown speaker {speaker!r}; the model has {', '.join(speakers) or 'none'}")
+            speaker_id = speakers[speaker]
+            # A dialect speaker speaks its dialect when the language is Chinese or left to the model.
+            dialect = self.manifest.get("speaker_is_dialect", {}).get(speaker, False)
+            if dialect and language in ("chinese", "auto"):
+                language_id = languages[dialect]
+        ids = self._codec_ids
+        if language_id is None:
+            codec = [ids["nothink"], ids["think_bos"], ids["think_eos"]]
+        else:
+            codec = [ids["think"], ids["think_bos"], language_id, ids["think_eos"]]
+        if speaker_id is not None:
+            codec.append(speaker_id)
+        return codec + [ids["pad"], ids["bos"]]
+
+    def _encode(self, text: str) -> list[int]:
+        return self._tokenizer.encode(text, add_special_tokens=False).ids
+
+    def _text_embeds(self, ids: list[int]) -> np.ndarray:
+        return self._text({"input_ids": np.asarray(ids, dtype=np.int64)})["embeds"].copy()

@@ -1,0 +1,176 @@
+"""Who runs each step: admission, chunked prefill, preemption by recompute, retirement. No tensors here."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import Enum
+
+import numpy as np
+
+from .blocks import BlockManager, IntegrityError
+from .sequence import FinishReason, Sequence, SequenceStatus, StepOutput
+
+
+class Policy(Enum):
+    CONTINUOUS = "continuous"  # a request joins the running batch at the next step
+    STATIC = "static"  # a batch is admitted only once the previous one has drained (benchmark baseline)
+
+
+@dataclass(frozen=True)
+class ScheduledEntry:
+    seq: Sequence
+    start: int  # first new row; equals seq.num_computed when scheduled
+    num_new: int
+    emits: bool  # the chunk ends at the request's last row, so this step produces its next frame
+
+
+@dataclass
+class StepResult:
+    new_frames: list[tuple[Sequence, np.ndarray]] = field(default_factory=list)  # (seq, int32 [16])
+    finished: list[Sequence] = field(default_factory=list)  # blocks already back in the pool
+    preempted: list[Sequence] = field(default_factory=list)  # sent back to waiting by this step's schedule()
+
+
+class Scheduler:
+    def __init__(self, blocks: BlockManager, max_running: int, max_waiting: int, token_budget: int,
+                 policy: Policy | str = Policy.CONTINUOUS):
+        if max_running < 1 or max_waiting < 0:
+            raise ValueError(f"need max_running >= 1 and max_waiting >= 0, got {max_running} and {max_waiting}")
+        if token_budget < max_running:
+            # Decodes go first at one row each; a smaller budget would starve the same requests every step.
+            raise ValueError(f"token_budget ({token_budget}) must be at least max_running ({max_running})")
+        self.blocks = blocks
+        self.max_running = max_running
+        self.max_waiting = max_waiting
+        self.token_budget = token_budget
+        self.policy = Policy(policy)
+        self.waiting: deque[Sequence] = deque()  # arrival order; preempted requests go back to the front
+        self.running: list[Sequence] = []  # admission order: the last one is the first preempted
+        self.requests: dict[int, Sequence] = {}  # every live (waiting or running) request by id
+        self._preempted: list[Sequence] = []
+
+    def has_work(self) -> bool:
+        return bool(self.running or self.waiting)
+
+    def add(self, seq: Sequence) -> bool:
+        """Queue a new request. False when it is refused on the spot; seq is then finished with a reason and
+        message: REJECTED (the waiting queue is full) or ERROR (it could never fit in the whole pool)."""
+        if seq.id in self.requests:
+            raise ValueError(f"request {seq.id!r} is already queued")
+        needed = self.blocks.blocks_for(seq.max_rows)
+        if needed > self.blocks.num_blocks:
+            seq.finish(FinishReason.ERROR, f"the request needs {needed} KV cache blocks ({seq.num_prompt_rows} prompt "
+                                           f"rows + up to {seq.frame_cap} frames) but the whole cache holds "
+                                           f"{self.blocks.num_blocks}; shorten the text or enlarge the cache")
+        elif len(self.waiting) >= self.max_waiting:
+            seq.finish(FinishReason.REJECTED, f"the server is busy: {len(self.waiting)} requests are already waiting")
+        else:
+            self.waiting.append(seq)
+            self.requests[seq.id] = seq
+        return not seq.is_finished
+
+    def schedule(self) -> list[ScheduledEntry]:
+        """Running requests go first, in admission order; each takes its next chunk (one row when decoding, at most
+        the remaining token budget when prefilling) and the blocks to cover it. Only the newest running request can
+        be mid-prefill, since a partial chunk always uses up the budget and so stops admission: every decode is thus
+        scheduled before any prefill chunk, and the budget (at least max_running) covers all of them. When the pool
+        is dry the most recently admitted running request is preempted (blocks freed, back to the front of
+        waiting, recomputed from row 0 later) until the allocation fits; that may be the requester itself. Then,
+        unless this step preempted (re-admitting a victim at once would only thrash), waiting requests are admitted
+        strictly in order while the running cap, the remaining budget and the free blocks allow, each with a first
+        prefill chunk; the static policy admits only into an empty batch. An entry emits a frame when its chunk
+        reaches the request's last row."""
+        self._preempted = []
+        entries: list[ScheduledEntry] = []
+        budget = self.token_budget
+        for seq in list(self.running):
+            if seq.status is not SequenceStatus.RUNNING:
+                continue  # preempted earlier in this loop for an older request
+            num_new = seq.num_uncomputed
+            while self.blocks.allocate(seq, seq.num_computed + num_new) is None:
+                victim = self.running[-1]
+                self._preempt(victim)
+                if victim is seq:
+                    break
+            if seq.status is SequenceStatus.RUNNING:
+                entries.append(self._entry(seq, num_new))
+                budget -= num_new
+        if not self._preempted and (self.policy is Policy.CONTINUOUS or not self.running):
+            while self.waiting and len(self.running) < self.max_running and budget > 0:
+                seq = self.waiting[0]
+                num_new = min(seq.num_uncomputed, budget)
+                if self.blocks.allocate(seq, num_new) is None:
+                    break  # later arrivals wait behind it: admission stays in arrival order
+                self.waiting.popleft()
+                seq.status = SequenceStatus.RUNNING
+                self.running.append(seq)
+                entries.append(self._entry(seq, num_new))
+                budget -= num_new
+        return entries
+
+    def update(self, entries: list[ScheduledEntry], output: StepOutput) -> StepResult:
+        """Advance every entry past the step the runner just ran; finished requests give their blocks back now."""
+        result = StepResult(preempted=self._preempted)
+        for i, entry in enumerate(entries):
+            seq = entry.seq
+            seq.num_computed += entry.num_new
+            if not entry.emits:
+                continue
+            if output.is_eos[i]:
+                self._retire(seq, FinishReason.EOS)
+                result.finished.append(seq)
+                continue
+            codes = output.codes[i].astype(np.int32)  # a copy: the runner reuses its output buffers
+            seq.append_frame(codes, output.next_embeds[i])
+            result.new_frames.append((seq, codes))
+            if len(seq.frames) == seq.frame_cap:
+                self._retire(seq, FinishReason.FRAME_CAP)
+                result.finished.append(seq)
+        return result
+
+    def finish_requests(self, ids: Iterable[int], reason: FinishReason, error: str | None = None) -> list[Sequence]:
+        """The one abort path (call it between steps): finishes the live requests among ids and frees their blocks.
+        Ids already finished are skipped: an abort can race with the request's own end."""
+        finished = []
+        for seq_id in ids:
+            if seq_id in self.requests:
+                seq = self.requests[seq_id]
+                self._retire(seq, reason, error)
+                finished.append(seq)
+        return finished
+
+    def check_integrity(self) -> None:
+        """The block manager's check plus: exactly the running requests hold blocks, enough for their cached rows,
+        and only the newest is mid-prefill; waiting requests hold none and have nothing cached."""
+        self.blocks.check_integrity()
+        if set(self.blocks.holders) != {seq.id for seq in self.running}:
+            raise IntegrityError(f"block holders {sorted(self.blocks.holders)} are not the running requests "
+                                 f"{sorted(seq.id for seq in self.running)}")
+        if any(self.blocks.blocks_for(s.num_computed) > len(s.block_table) for s in self.running):
+            raise IntegrityError("a running request has cached rows outside its blocks")
+        if any(s.num_uncomputed > 1 for s in self.running[:-1]):
+            raise IntegrityError("a running request other than the newest is mid-prefill")
+        if any(s.num_computed or s.status is not SequenceStatus.WAITING for s in self.waiting):
+            raise IntegrityError("a waiting request has cached rows or is not marked waiting")
+        if len(self.running) + len(self.waiting) != len(self.requests):
+            raise IntegrityError("the live-request index disagrees with the queues")
+
+    def _entry(self, seq: Sequence, num_new: int) -> ScheduledEntry:
+        return ScheduledEntry(seq, seq.num_computed, num_new, seq.num_computed + num_new == seq.num_rows)
+
+    def _preempt(self, seq: Sequence) -> None:
+        """Recompute, not swap: the frames stay with the request, so none is generated or delivered twice."""
+        self.blocks.free(seq)
+        self.running.remove(seq)
+        seq.status = SequenceStatus.WAITING
+        seq.num_computed = 0
+        self.waiting.appendleft(seq)
+        self._preempted.append(seq)
+
+    def _retire(self, seq: Sequence, reason: FinishReason, error: str | None = None) -> None:
+        self.blocks.free(seq)
+        (self.running if seq.status is SequenceStatus.RUNNING else self.waiting).remove(seq)
+        del self.requests[seq.id]
+        seq.finish(reason, error)

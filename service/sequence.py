@@ -1,0 +1,125 @@
+"""One request's state from arrival to its last frame: the object the scheduler, the block manager and the
+runner wrapper share. It holds no policy; the scheduler moves it between states."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+NUM_CODE_GROUPS = 16
+
+
+class SequenceStatus(Enum):
+    WAITING = "waiting"
+    RUNNING = "running"
+    FINISHED = "finished"
+
+
+class FinishReason(Enum):
+    EOS = "eos"
+    FRAME_CAP = "frame_cap"
+    ABORTED = "aborted"
+    REJECTED = "rejected"  # refused on arrival because the waiting queue is full (counted apart from errors)
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    temperature: float = 0.9  # <= 0: greedy
+    top_k: int = 50
+    top_p: float = 1.0
+    repetition_penalty: float = 1.05
+    sub_temperature: float = 0.9  # code predictor; <= 0: greedy
+    sub_top_k: int = 50
+    sub_top_p: float = 1.0
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class StepOutput:
+    """What the runner returns for one step, one row per scheduled entry (rows of non-emitting entries are junk)."""
+    codes: np.ndarray  # int32 [S, 16]
+    is_eos: np.ndarray  # bool [S]
+    next_embeds: np.ndarray  # float32 [S, H]
+    logits: np.ndarray | None = None  # float32 [S, vocab], only when asked for (tests)
+
+
+_arrivals = itertools.count()
+
+
+class Sequence:
+    """Rows are the talker's input embeddings: the prompt, then one row per generated frame (the frame's codes
+    embedded, plus the text track). Rows [0, num_computed) have their KV cached in block_table's blocks.
+    Computing the last row emits frame len(frames); its next_embeds becomes the next row. After a preemption
+    num_computed is 0 and every row is prefilled again, so the recompute emits the next new frame, never an old one.
+    """
+
+    def __init__(self, seq_id: int, prompt: np.ndarray, trailing_text: np.ndarray, pad_text: np.ndarray,
+                 frame_cap: int, sampling: SamplingParams = SamplingParams()):
+        prompt = np.asarray(prompt, dtype=np.float32)
+        if prompt.ndim != 2 or len(prompt) == 0:
+            raise ValueError(f"prompt must be [P>0, H], got shape {prompt.shape}")
+        hidden = prompt.shape[1]
+        if np.ndim(trailing_text) != 2 or np.shape(trailing_text)[1] != hidden or np.shape(pad_text) != (hidden,):
+            raise ValueError(f"trailing_text must be [L, {hidden}] and pad_text [{hidden}], "
+                             f"got {np.shape(trailing_text)} and {np.shape(pad_text)}")
+        if frame_cap < 1:
+            raise ValueError(f"frame_cap must be at least 1, got {frame_cap}")
+        self.id = seq_id
+        self.arrival = next(_arrivals)
+        self.trailing_text = np.asarray(trailing_text, dtype=np.float32)
+        self.pad_text = np.asarray(pad_text, dtype=np.float32)
+        self.frame_cap = frame_cap
+        self.sampling = sampling
+        self.status = SequenceStatus.WAITING
+        self.finish_reason: FinishReason | None = None
+        self.error: str | None = None
+        self.num_prompt_rows = len(prompt)
+        self.num_computed = 0
+        self.block_table: list[int] = []
+        self.frames: list[np.ndarray] = []  # int32 [16] each
+        self.c0_history: list[int] = []  # codebook-0 codes, for the repetition penalty
+        self._rows = prompt.copy()  # capacity doubles as frame rows arrive; _num_rows are valid
+        self._num_rows = len(prompt)
+
+    @property
+    def num_rows(self) -> int:
+        return self._num_rows
+
+    @property
+    def num_uncomputed(self) -> int:
+        return self._num_rows - self.num_computed
+
+    @property
+    def max_rows(self) -> int:
+        """Rows whose KV is cached when the last allowed frame is emitted: the most blocks this request can hold."""
+        return self.num_prompt_rows + self.frame_cap - 1
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status is SequenceStatus.FINISHED
+
+    def rows(self, start: int, n: int) -> np.ndarray:
+        if start < 0 or n < 1 or start + n > self._num_rows:
+            raise ValueError(f"rows [{start}, {start + n}) outside [0, {self._num_rows})")
+        return self._rows[start:start + n]
+
+    def text_for_frame(self, t: int) -> np.ndarray:
+        """Text-track embedding added to the input that follows frame t."""
+        return self.trailing_text[t] if t < len(self.trailing_text) else self.pad_text
+
+    def append_frame(self, codes: np.ndarray, next_row: np.ndarray) -> None:
+        self.frames.append(codes)
+        self.c0_history.append(int(codes[0]))
+        if self._num_rows == len(self._rows):
+            self._rows = np.concatenate([self._rows, np.empty_like(self._rows)])
+        self._rows[self._num_rows] = next_row
+        self._num_rows += 1
+
+    def finish(self, reason: FinishReason, error: str | None = None) -> None:
+        self.status = SequenceStatus.FINISHED
+        self.finish_reason = reason
+        self.error = error

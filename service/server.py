@@ -1,0 +1,384 @@
+"""The Wyoming protocol: one handler per connection, every connection served at once through the shared engine.
+
+A connection has two tasks. The reading task (wyoming's `AsyncEventHandler.run`) handles each event at once and
+never waits for audio, so Describe is answered within milliseconds even while the engine is saturated, and a client
+that disconnects is noticed at once. The speaking task takes the connection's replies in order and writes their
+audio as the engine produces it; cancelling it (on disconnect) closes the engine iterator, which aborts the request
+and frees its KV blocks.
+
+Replies (what the client receives):
+- synthesize:      audio-start, audio-chunk..., audio-stop
+- synthesize-start, synthesize-chunk..., synthesize-stop:
+                   audio-start, audio-chunk..., audio-stop, synthesize-stopped
+  Each sentence is synthesised as soon as it is complete, the sentences of one reply one after another, and their
+  audio shares one audio-start..audio-stop (Home Assistant takes the format from the first audio-start only).
+  A synthesize event inside a stream is Home Assistant's copy for servers without streaming: ignored.
+- A reply that fails (unknown voice, empty or too long text, busy server, malformed event) gets an `error` event at
+  the moment the failure is known, then still ends as above: audio-start (if not sent yet), audio-stop and, for a
+  stream, synthesize-stopped once the client sends synthesize-stop. Home Assistant ignores `error` events and has
+  no read timeout, so a reply that did not end would hang it.
+- An event out of order gets an `error` event: synthesize-chunk outside a stream, a second synthesize-start
+  (ignored; the open stream goes on), synthesize-stop outside a stream (followed by synthesize-stopped, which the
+  client waits for). Unknown event types are ignored; an unreadable event closes the connection.
+- Anything else that goes wrong while speaking closes the connection, which ends the client's wait too.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Sequence
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, Protocol
+
+from sentence_stream import SentenceBoundaryDetector
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.error import Error
+from wyoming.event import Event
+from wyoming.info import Attribution, Describe, Info, TtsProgram, TtsVoice, TtsVoiceSpeaker
+from wyoming.server import AsyncEventHandler, AsyncServer
+from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped, SynthesizeVoice
+
+from service.errors import InvalidText, MalformedEvent, ReplyError, UnexpectedEvent
+
+_LOG = logging.getLogger(__name__)
+
+PROGRAM_NAME = "chorus"
+_ATTRIBUTION = Attribution(name="Qwen3-TTS (Alibaba Qwen team)", url="https://github.com/QwenLM/Qwen3-TTS")
+_SAMPLE_WIDTH = 2  # int16
+_CHANNELS = 1
+
+
+class Voice(Protocol):
+    name: str
+    description: str
+    languages: Sequence[str]
+    speakers: Sequence[str]
+
+
+class SpeechEngine(Protocol):
+    """What the server needs of service.engine.Engine."""
+
+    voices: Sequence[Voice]
+    sample_rate: int
+
+    def synthesize(
+        self, text: str, voice: str | None = None, speaker: str | None = None, language: str | None = None
+    ) -> AsyncIterator[bytes]: ...
+
+
+def build_info(voices: Sequence[Voice]) -> Info:
+    try:
+        program_version = version("wyoming-chorus")
+    except PackageNotFoundError:  # running from a source checkout that was never installed
+        program_version = None
+    return Info(
+        tts=[
+            TtsProgram(
+                name=PROGRAM_NAME,
+                attribution=_ATTRIBUTION,
+                installed=True,
+                description="Qwen3-TTS on OpenVINO; many rooms batched through one engine",
+                version=program_version,
+                voices=[
+                    TtsVoice(
+                        name=voice.name,
+                        attribution=_ATTRIBUTION,
+                        installed=True,
+                        description=voice.description,
+                        version=program_version,
+                        languages=list(voice.languages),
+                        speakers=[TtsVoiceSpeaker(name=s) for s in voice.speakers] or None,
+                    )
+                    for voice in voices
+                ],
+                supports_synthesize_streaming=True,
+            )
+        ]
+    )
+
+
+class Reply:
+    """The text of one reply as it arrives (all at once, or in stream chunks), handed out sentence by sentence."""
+
+    def __init__(self, voice: SynthesizeVoice | None, streaming: bool, max_text_length: int):
+        self.voice = voice
+        self.streaming = streaming
+        self._max_text_length = max_text_length
+        self._length = 0
+        self._splitter = SentenceBoundaryDetector()
+        self._sentences: deque[str] = deque()
+        self._complete = False
+        self._error: ReplyError | None = None
+        self._changed = asyncio.Event()
+
+    def add(self, text: str) -> None:
+        if self._complete or self._error is not None:
+            return
+        self._length += len(text)
+        if self._length > self._max_text_length:  # checked before splitting: no regex over a huge text
+            self.fail(InvalidText(f"the text is longer than {self._max_text_length} characters"))
+            return
+        self._sentences.extend(self._splitter.add_chunk(text))
+        self._changed.set()
+
+    def finish(self) -> None:
+        """The client has sent all the text."""
+        if self._error is None and (rest := self._splitter.finish()):
+            self._sentences.append(rest)
+        self._complete = True
+        self._changed.set()
+
+    def fail(self, error: ReplyError) -> None:
+        """Speak nothing more; the first error is the one the client hears about."""
+        if self._error is None:
+            self._error = error
+            self._sentences.clear()
+            self._changed.set()
+
+    async def sentences(self) -> AsyncIterator[str]:
+        """Complete sentences in order until the text is complete; raises the reply's error when it fails."""
+        while True:
+            if self._error is not None:
+                raise self._error
+            if self._sentences:
+                yield self._sentences.popleft()
+            elif self._complete:
+                return
+            else:
+                await self._wait()
+
+    async def wait_complete(self) -> None:
+        while not self._complete:
+            await self._wait()
+
+    async def _wait(self) -> None:
+        self._changed.clear()
+        await self._changed.wait()
+
+
+class _AudioOut:
+    """One reply's audio: audio-start before the first chunk, chunks of at most `samples_per_chunk`, audio-stop."""
+
+    def __init__(self, handler: ChorusHandler, rate: int, samples_per_chunk: int):
+        self._handler = handler
+        self._rate = rate
+        self._chunk_bytes = samples_per_chunk * _SAMPLE_WIDTH * _CHANNELS
+        self._started = False
+
+    async def write(self, pcm: bytes) -> None:
+        await self._start()
+        for offset in range(0, len(pcm), self._chunk_bytes):
+            chunk = AudioChunk(self._rate, _SAMPLE_WIDTH, _CHANNELS, pcm[offset:offset + self._chunk_bytes])
+            await self._handler.write_event(chunk.event())
+
+    async def stop(self) -> None:
+        await self._start()
+        await self._handler.write_event(AudioStop().event())
+
+    async def _start(self) -> None:
+        if not self._started:
+            self._started = True
+            await self._handler.write_event(AudioStart(self._rate, _SAMPLE_WIDTH, _CHANNELS).event())
+
+
+class ChorusServer:
+    """Serves Wyoming TTS at `uri` through one shared engine; no lock between connections."""
+
+    def __init__(self, engine: SpeechEngine, uri: str, *, max_text_length: int, samples_per_chunk: int):
+        self.engine = engine
+        self.max_text_length = max_text_length
+        self.samples_per_chunk = samples_per_chunk
+        self.info_event = build_info(engine.voices).event()
+        self._wyoming = AsyncServer.from_uri(uri)
+        self._handlers: set[ChorusHandler] = set()
+        self._closing = False
+
+    async def start(self) -> None:
+        await self._wyoming.start(self._connect)
+
+    async def stop(self, timeout: float) -> None:
+        """Refuse new connections, let running replies finish for up to `timeout` s, then abort the rest."""
+        self._closing = True
+        busy = [asyncio.create_task(h.wait_idle()) for h in self._handlers]
+        if busy:
+            _, pending = await asyncio.wait(busy, timeout=timeout)
+            for task in pending:
+                task.cancel()
+            if pending:
+                _LOG.warning("aborting %d replies still running after %.1f s", len(pending), timeout)
+        closing = [asyncio.create_task(h.wait_closed()) for h in self._handlers]
+        await self._wyoming.stop()  # closes every connection (cancelling its replies) and the listener
+        if closing:
+            await asyncio.wait(closing, timeout=timeout)
+
+    def _connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> ChorusHandler:
+        handler = ChorusHandler(reader, writer, self)
+        if self._closing:
+            writer.close()  # shutting down: the handler reads EOF at once and ends
+        else:
+            self._handlers.add(handler)
+        return handler
+
+    def forget(self, handler: ChorusHandler) -> None:
+        self._handlers.discard(handler)
+
+
+class ChorusHandler(AsyncEventHandler):
+    """One client connection."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, server: ChorusServer):
+        super().__init__(reader, writer)
+        self._server = server
+        self._stream: Reply | None = None  # the open stream, between synthesize-start and synthesize-stop
+        self._replies: asyncio.Queue[Reply] = asyncio.Queue()
+        self._speaker: asyncio.Task | None = None
+        self._closed = asyncio.Event()
+
+    # ---- reading task ----------------------------------------------------------------------------------------
+    async def handle_event(self, event: Event) -> bool:
+        try:
+            if Describe.is_type(event.type):
+                await self.write_event(self._server.info_event)
+            elif Synthesize.is_type(event.type):
+                self._on_synthesize(event)
+            elif SynthesizeStart.is_type(event.type):
+                await self._on_stream_start(event)
+            elif SynthesizeChunk.is_type(event.type):
+                await self._on_stream_chunk(event)
+            elif SynthesizeStop.is_type(event.type):
+                await self._on_stream_stop()
+            else:
+                _LOG.debug("ignoring event %r", event.type)
+        except ConnectionError:  # the client left before our answer
+            return False
+        return True
+
+    def _on_synthesize(self, event: Event) -> None:
+        if self._stream is not None:
+            return  # Home Assistant's copy of the whole text for servers that cannot stream
+        reply = self._enqueue(streaming=False, event=event)
+        try:
+            text = _text(event.data)
+        except MalformedEvent as error:
+            reply.fail(error)
+        else:
+            if not text.strip():
+                reply.fail(InvalidText("the text is empty"))
+            reply.add(text)
+        reply.finish()
+
+    async def _on_stream_start(self, event: Event) -> None:
+        if self._stream is not None:
+            await self._error(UnexpectedEvent("synthesize-start while a stream is open; it is ignored"))
+            return
+        self._stream = self._enqueue(streaming=True, event=event)
+
+    async def _on_stream_chunk(self, event: Event) -> None:
+        if self._stream is None:
+            await self._error(UnexpectedEvent("synthesize-chunk without synthesize-start"))
+            return
+        try:
+            self._stream.add(_text(event.data))
+        except MalformedEvent as error:
+            self._stream.fail(error)
+
+    async def _on_stream_stop(self) -> None:
+        if self._stream is None:
+            await self._error(UnexpectedEvent("synthesize-stop without synthesize-start"))
+            await self.write_event(SynthesizeStopped().event())
+            return
+        self._stream.finish()
+        self._stream = None
+
+    def _enqueue(self, streaming: bool, event: Event) -> Reply:
+        try:
+            voice = _voice(event.data)
+            error = None
+        except MalformedEvent as malformed:
+            voice, error = None, malformed
+        reply = Reply(voice, streaming, self._server.max_text_length)
+        if error is not None:
+            reply.fail(error)
+        self._replies.put_nowait(reply)
+        if self._speaker is None:
+            self._speaker = asyncio.create_task(self._speak_all(), name="chorus speaker")
+        return reply
+
+    async def _error(self, error: ReplyError) -> None:
+        _LOG.info("error reply: %s (%s)", error, error.code)
+        await self.write_event(Error(text=str(error), code=error.code).event())
+
+    async def disconnect(self) -> None:
+        self._server.forget(self)
+        if self._speaker is not None:
+            self._speaker.cancel()  # closes the engine iterator: the request is aborted, its blocks freed
+            await asyncio.wait([self._speaker])
+        self._closed.set()
+
+    async def wait_idle(self) -> None:
+        """Until every reply received so far has been spoken (or the connection has closed)."""
+        join = asyncio.ensure_future(self._replies.join())
+        closed = asyncio.ensure_future(self._closed.wait())
+        try:
+            await asyncio.wait([join, closed], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            join.cancel()
+            closed.cancel()
+
+    async def wait_closed(self) -> None:
+        await self._closed.wait()
+
+    # ---- speaking task ---------------------------------------------------------------------------------------
+    async def _speak_all(self) -> None:
+        try:
+            while True:
+                reply = await self._replies.get()
+                try:
+                    await self._speak(reply)
+                finally:
+                    self._replies.task_done()
+        except ConnectionError:
+            _LOG.debug("client went away mid-reply")
+        except Exception:  # a bug: the client sees the connection close rather than waiting forever
+            _LOG.exception("reply failed; closing the connection")
+        await self.stop()
+
+    async def _speak(self, reply: Reply) -> None:
+        engine = self._server.engine
+        audio = _AudioOut(self, engine.sample_rate, self._server.samples_per_chunk)
+        voice = reply.voice or SynthesizeVoice()
+        try:
+            async for sentence in reply.sentences():
+                pcm_chunks = engine.synthesize(sentence, voice=voice.name, speaker=voice.speaker,
+                                               language=voice.language)
+                async with contextlib.aclosing(pcm_chunks):
+                    async for pcm in pcm_chunks:
+                        await audio.write(pcm)
+        except ReplyError as error:
+            await self._error(error)
+            await reply.wait_complete()
+        await audio.stop()
+        if reply.streaming:
+            await self.write_event(SynthesizeStopped().event())
+
+
+def _text(data: dict[str, Any]) -> str:
+    text = data.get("text")
+    if not isinstance(text, str):
+        raise MalformedEvent("the event needs a 'text' string")
+    return text
+
+
+def _voice(data: dict[str, Any]) -> SynthesizeVoice | None:
+    """The requested voice; None (Home Assistant's default) lets the engine pick its default voice."""
+    raw = data.get("voice")
+    if raw is None:
+        return None
+    fields = ("name", "language", "speaker")
+    if not isinstance(raw, dict) or not all(isinstance(raw.get(f), (str, type(None))) for f in fields):
+        raise MalformedEvent("'voice' must be an object with string name, language and speaker")
+    if all(raw.get(f) is None for f in fields):
+        return None
+    return SynthesizeVoice(name=raw.get("name"), language=raw.get("language"), speaker=raw.get("speaker"))

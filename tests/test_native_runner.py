@@ -1,0 +1,421 @@
+"""The native paged runner (service._native.Runner) on the built-in tiny model, against the stateful talker.xml
+and code_predictor.xml it is built from, compiled by OpenVINO's Python API at f32 (inference and KV cache)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+import openvino as ov
+import pytest
+from openvino._offline_transformations import paged_attention_transformation
+from safetensors.numpy import load_file
+
+from service import _native
+from service.model.builtin import resolve_model
+
+F32 = {"INFERENCE_PRECISION_HINT": "f32", "KV_CACHE_PRECISION": "f32"}
+
+
+@dataclass
+class Model:
+    dir: object
+    manifest: dict
+    codec: np.ndarray      # C [V, H]
+    cp_codec: np.ndarray   # E_j [15, 2048, H]
+
+    @property
+    def hidden(self) -> int:
+        return self.codec.shape[1]
+
+    @property
+    def eos(self) -> int:
+        return self.manifest["codec_ids"]["eos"]
+
+    @property
+    def suppress_from(self) -> int:
+        return self.manifest["codec_vocab_size"] - 1024
+
+    def runner(self, kv="f32", inference="f32", num_blocks=16, cache_bytes=0, device="CPU") -> _native.Runner:
+        return _native.Runner(str(self.dir / "talker.xml"), str(self.dir / "code_predictor.xml"), self.codec,
+                              self.cp_codec, device, kv, inference, num_blocks, cache_bytes, self.eos,
+                              self.suppress_from)
+
+
+@pytest.fixture(scope="module")
+def model() -> Model:
+    path = resolve_model("builtin:tiny")
+    tables = load_file(str(path / "embeddings.safetensors"))
+    return Model(path, json.loads((path / "chorus.json").read_text()), tables["codec_embedding"],
+                 tables["cp_codec_embedding"])
+
+
+@pytest.fixture(scope="module")
+def f32_runner(model) -> _native.Runner:
+    return model.runner()
+
+
+@dataclass
+class Entry:
+    """One scheduled entry of a step; greedy unless a temperature is given."""
+    rows: np.ndarray
+    past: int
+    blocks: list[int]
+    emit: bool = True
+    frame: int = 0
+    seed: int = 0
+    temperature: float = 0.0
+    top_k: int = 50
+    top_p: float = 1.0
+    rep_penalty: float = 1.05
+    history: list[int] = field(default_factory=list)
+    text_next: np.ndarray | None = None
+
+
+def step_arrays(entries: list[Entry], hidden: int, min_new_tokens: int = 2, want_logits: bool = True) -> dict:
+    def begins(lengths):
+        return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+
+    def per_entry(name, dtype):
+        return np.array([getattr(e, name) for e in entries], dtype=dtype)
+
+    return dict(
+        embeds=np.concatenate([e.rows for e in entries]).astype(np.float32),
+        new_lens=np.array([len(e.rows) for e in entries], np.int32),
+        past_lens=per_entry("past", np.int32),
+        block_table=np.concatenate([e.blocks for e in entries]).astype(np.int32),
+        block_table_begins=begins([len(e.blocks) for e in entries]),
+        emit=per_entry("emit", np.uint8),
+        text_next=np.stack([np.zeros(hidden, np.float32) if e.text_next is None else e.text_next for e in entries]),
+        frame_index=per_entry("frame", np.int32),
+        seeds=per_entry("seed", np.uint64),
+        temperature=per_entry("temperature", np.float32),
+        top_k=per_entry("top_k", np.int32),
+        top_p=per_entry("top_p", np.float32),
+        rep_penalty=per_entry("rep_penalty", np.float32),
+        sub_temperature=per_entry("temperature", np.float32),
+        sub_top_k=per_entry("top_k", np.int32),
+        sub_top_p=per_entry("top_p", np.float32),
+        history=np.array([c for e in entries for c in e.history], np.int32),
+        history_begins=begins([len(e.history) for e in entries]),
+        min_new_tokens=min_new_tokens,
+        want_logits=want_logits,
+    )
+
+
+def run_step(runner, entries: list[Entry], hidden: int, **options):
+    return runner.step(**step_arrays(entries, hidden, **options))
+
+
+class StatefulReference:
+    """talker.xml and code_predictor.xml as exported (stateful SDPA), f32 throughout: what the runner must match."""
+
+    def __init__(self, model: Model):
+        core = ov.Core()
+        self.model = model
+        self.talker = core.compile_model(model.dir / "talker.xml", "CPU", F32).create_infer_request()
+        self.predictor = core.compile_model(model.dir / "code_predictor.xml", "CPU", F32).create_infer_request()
+        self.length = 0
+
+    def talk(self, rows: np.ndarray):
+        """Feeds new rows; returns (logits, hidden) of the last one."""
+        n = len(rows)
+        self.talker.infer({
+            "inputs_embeds": rows[None].astype(np.float32),
+            "attention_mask": np.ones((1, self.length + n), np.int64),
+            "position_ids": np.arange(self.length, self.length + n, dtype=np.int64)[None],
+            "beam_idx": np.zeros(1, np.int32),
+        })
+        self.length += n
+        return (self.talker.get_tensor("logits").data[0, -1].copy(),
+                self.talker.get_tensor("hidden").data[0, -1].copy())
+
+    def greedy_c0(self, logits, history, penalty, frame, min_new_tokens=2):
+        scores = logits.astype(np.float32).copy()
+        seen = np.unique(np.asarray(history, np.int64))
+        scores[seen] = np.where(scores[seen] < 0, scores[seen] * penalty, scores[seen] / penalty)
+        eos = self.model.eos
+        keep_eos = scores[eos]
+        scores[self.model.suppress_from:] = -np.inf
+        scores[eos] = keep_eos if frame >= min_new_tokens else -np.inf
+        return int(np.argmax(scores))
+
+    def greedy_frame(self, hidden, c0):
+        """Greedy codebooks 1..15 and sum_j E_j(c_{j+1}) for one frame."""
+        C, E = self.model.codec, self.model.cp_codec
+        self.predictor.reset_state()
+        x = np.stack([hidden, C[c0]])[None]
+        codes, total = [], np.zeros(self.model.hidden, np.float32)
+        for j in range(E.shape[0]):
+            self.predictor.infer({"inputs_embeds": x.astype(np.float32), "head_index": np.array(j, np.int64)})
+            code = int(np.argmax(self.predictor.get_tensor("logits").data[0]))
+            codes.append(code)
+            total += E[j, code]
+            x = E[j, code][None, None]
+        return codes, total
+
+
+def codebook0_distribution(logits, model: Model):
+    scores = logits.astype(np.float64).copy()
+    allowed = np.zeros(len(scores), bool)
+    allowed[:model.suppress_from] = True
+    allowed[model.eos] = True
+    scores = scores[allowed]
+    p = np.exp(scores - scores.max())
+    return p / p.sum()
+
+
+def kl(p, q):
+    return float(np.sum(p * (np.log(p + 1e-30) - np.log(q + 1e-30))))
+
+
+def rows(rng, n, hidden):
+    return (rng.standard_normal((n, hidden)) * 0.5).astype(np.float32)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# (a) paged runner == stateful talker at f32; u8 figures
+
+
+PROMPT, DECODES = 40, 30            # the prompt spans a block boundary, the decodes a second one
+BLOCKS = [5, 2, 7]                  # scattered on purpose
+
+
+def greedy_trajectory(runner, model, rng):
+    """Prefill + DECODES greedy decode steps; returns the inputs fed, the logits and outputs of every step."""
+    text = rows(rng, DECODES + 1, model.hidden)
+    inputs, logits, outputs = [rows(rng, PROMPT, model.hidden)], [], []
+    history, past = [], 0
+    for frame in range(DECODES + 1):
+        entry = Entry(inputs[-1], past, BLOCKS, frame=frame, history=list(history), text_next=text[frame])
+        codes, is_eos, next_embeds, frame_logits = run_step(runner, [entry], model.hidden)
+        outputs.append((codes[0], next_embeds[0], text[frame]))
+        logits.append(frame_logits[0])
+        assert not is_eos[0]  # random weights: eos never wins here (and the trajectory would stop)
+        history.append(int(codes[0, 0]))
+        past += len(inputs[-1])
+        inputs.append(next_embeds)
+    return inputs[:-1], logits, outputs
+
+
+def test_paged_f32_matches_stateful_talker(model, f32_runner):
+    # Exact code equality is safe here: the greedy margins of this seed are > 2e-3, the f32 differences ~1e-7.
+    inputs, logits, outputs = greedy_trajectory(f32_runner, model, np.random.default_rng(1))
+    reference = StatefulReference(model)
+    history = []
+    worst = 0.0
+    for frame, (x, paged_logits, (codes, next_embeds, text)) in enumerate(zip(inputs, logits, outputs)):
+        ref_logits, ref_hidden = reference.talk(x)
+        worst = max(worst, float(np.abs(paged_logits - ref_logits).max()))
+        c0 = reference.greedy_c0(ref_logits, history, 1.05, frame)
+        sub_codes, sub_sum = reference.greedy_frame(ref_hidden, c0)
+        np.testing.assert_array_equal(codes, [c0] + sub_codes, err_msg=f"frame {frame}")
+        np.testing.assert_allclose(next_embeds, model.codec[c0] + sub_sum + text, atol=1e-4)
+        history.append(c0)
+    print(f"\npaged f32/f32 vs stateful f32: max |logit diff| = {worst:.2e} over {len(inputs)} steps")
+    assert worst < 1e-4
+
+
+@pytest.mark.parametrize("inference", ["f32", ""])
+def test_u8_cache_figures(model, f32_runner, inference):
+    """u8 KV against the f32 reference on identical inputs: reports max |logit diff| and mean KL of codebook 0."""
+    inputs, _, _ = greedy_trajectory(f32_runner, model, np.random.default_rng(1))
+    runner = model.runner(kv="u8", inference=inference)
+    assert runner.kv_precision == "u8"
+    reference = StatefulReference(model)
+    diffs, kls, past = [], [], 0
+    for frame, x in enumerate(inputs):
+        # Logits only: the inputs are fixed, so sampling choices do not matter here.
+        _, _, _, paged = run_step(runner, [Entry(x, past, BLOCKS, emit=False, frame=frame)], model.hidden)
+        ref, _ = reference.talk(x)
+        diffs.append(float(np.abs(paged[0] - ref).max()))
+        kls.append(kl(codebook0_distribution(ref, model), codebook0_distribution(paged[0], model)))
+        past += len(x)
+    label = inference or "plugin default"
+    print(f"\nu8 KV, inference {label}: max |logit diff| = {max(diffs):.3e}, mean KL(c0) = {np.mean(kls):.3e}")
+    # Measured: f32 inference ~7e-5 / ~1e-10, bf16 inference ~2e-3 / ~7e-8 (tiny logits have a std of ~0.16).
+    assert max(diffs) < 2e-2 and np.mean(kls) < 1e-4
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# (b) batching and block placement do not change any sequence's result
+
+
+def run_alone(runner, model, prompt, blocks, text, steps):
+    """One sequence by itself: prefill, then greedy decodes. Returns per-frame (codes, logits)."""
+    frames, history, x, past = [], [], prompt, 0
+    for frame in range(steps):
+        entry = Entry(x, past, blocks, frame=frame, history=list(history), text_next=text[frame])
+        codes, _, next_embeds, logits = run_step(runner, [entry], model.hidden)
+        frames.append((codes[0], logits[0]))
+        history.append(int(codes[0, 0]))
+        past += len(x)
+        x = next_embeds
+    return frames
+
+
+def test_batched_scattered_blocks_match_alone(model, f32_runner):
+    # Exact code equality is safe here: the greedy margins of these seeds are > 2e-3, the f32 differences ~1e-7.
+    rng = np.random.default_rng(2)
+    H = model.hidden
+    prompt_a, prompt_b, filler = rows(rng, 45, H), rows(rng, 70, H), rows(rng, 50, H)
+    text_a, text_b = rows(rng, 8, H), rows(rng, 8, H)
+    blocks_a, blocks_b = [7, 0], [12, 3, 9, 14]
+
+    # A filler sequence writes blocks 3 and 7, then is freed; A and B reuse those blocks.
+    run_step(f32_runner, [Entry(filler, 0, [3, 7], emit=False)], H)
+
+    # A prefills whole while B prefills its first chunk, then A decodes while B finishes its prompt, then both decode.
+    frames_a, frames_b = [], []
+    a = Entry(prompt_a, 0, blocks_a, frame=0, text_next=text_a[0])
+    b = Entry(prompt_b[:40], 0, blocks_b, emit=False)
+    codes, _, next_embeds, logits = run_step(f32_runner, [a, b], H)
+    frames_a.append((codes[0], logits[0]))
+    a = Entry(next_embeds[:1], 45, blocks_a, frame=1, history=[int(codes[0, 0])], text_next=text_a[1])
+    b = Entry(prompt_b[40:], 40, blocks_b, frame=0, text_next=text_b[0])
+    for _ in range(6):
+        codes, _, next_embeds, logits = run_step(f32_runner, [b, a], H)  # order differs from the prefill call
+        for entry, index, frames, text in ((b, 0, frames_b, text_b), (a, 1, frames_a, text_a)):
+            frames.append((codes[index], logits[index]))
+            entry.past += len(entry.rows)
+            entry.rows = next_embeds[index:index + 1]
+            entry.history = entry.history + [int(codes[index, 0])]
+            entry.frame += 1
+            entry.text_next = text[entry.frame]
+
+    alone_a = run_alone(f32_runner, model, prompt_a, [1, 2], text_a, len(frames_a))
+    alone_b = run_alone(f32_runner, model, prompt_b, [4, 5, 6], text_b, len(frames_b))
+    for name, batched, alone in (("A", frames_a, alone_a), ("B", frames_b, alone_b)):
+        for frame, ((codes, logits), (alone_codes, alone_logits)) in enumerate(zip(batched, alone)):
+            np.testing.assert_allclose(logits, alone_logits, atol=1e-4, err_msg=f"{name} frame {frame}")
+            np.testing.assert_array_equal(codes, alone_codes, err_msg=f"{name} frame {frame}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# (c) determinism, seeded sampling, the block size, input validation
+
+
+def test_greedy_is_deterministic(model, f32_runner):
+    first = greedy_trajectory(f32_runner, model, np.random.default_rng(3))
+    second = greedy_trajectory(f32_runner, model, np.random.default_rng(3))
+    for (codes, embeds, _), (codes2, embeds2, _) in zip(first[2], second[2]):
+        np.testing.assert_array_equal(codes, codes2)
+        np.testing.assert_array_equal(embeds, embeds2)
+
+
+def sampled_frames(runner, model, prompt, text, seed, frames, blocks):
+    """Step-by-step sampling (temperature 0.9, top-k 50, top-p 0.9); returns codes and the inputs fed."""
+    codes_out, inputs, history, x, past = [], [prompt], [], prompt, 0
+    for frame in range(frames):
+        entry = Entry(x, past, blocks, frame=frame, seed=seed, temperature=0.9, top_p=0.9, history=list(history),
+                      text_next=text[frame])
+        codes, _, next_embeds, _ = run_step(runner, [entry], model.hidden, want_logits=False)
+        codes_out.append(codes[0])
+        history.append(int(codes[0, 0]))
+        past += len(x)
+        x = next_embeds
+        inputs.append(next_embeds)
+    return np.stack(codes_out), inputs, history
+
+
+def test_seeded_sampling_reproduces_codes(model, f32_runner):
+    rng = np.random.default_rng(4)
+    prompt, text = rows(rng, 20, model.hidden), rows(rng, 5, model.hidden)
+    codes, inputs, history = sampled_frames(f32_runner, model, prompt, text, 99, 5, [0, 1])
+    again, _, _ = sampled_frames(f32_runner, model, prompt, text, 99, 5, [8, 9])
+    other, _, _ = sampled_frames(f32_runner, model, prompt, text, 100, 5, [8, 9])
+    np.testing.assert_array_equal(codes, again)
+    assert not np.array_equal(codes, other)
+
+    # A preempted request is recomputed: its whole history prefilled at once must sample frame 4 identically.
+    recompute = Entry(np.concatenate(inputs[:5]), 0, [11, 10], frame=4, seed=99, temperature=0.9, top_p=0.9,
+                      history=history[:4], text_next=text[4])
+    recomputed, _, _, _ = run_step(f32_runner, [recompute], model.hidden)
+    np.testing.assert_array_equal(recomputed[0], codes[4])
+
+
+def counter_uniform(seed: int, frame: int, codebook: int) -> float:
+    """The runner's draw for (seed, frame, codebook), mirrored from native/sampling.cpp."""
+    mask = (1 << 64) - 1
+
+    def mix(x):
+        x = (x + 0x9E3779B97F4A7C15) & mask
+        x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & mask
+        return x ^ (x >> 31)
+
+    return (mix(mix(mix(seed) ^ frame) ^ codebook) >> 11) * 2.0 ** -53
+
+
+def test_eos_rules_and_suppressed_control_ids(model, f32_runner):
+    # A huge temperature flattens codebook 0, and this seed's draw falls in the last candidate's slot: the last
+    # allowed id is eos while eos is allowed, 2047 once it is forbidden (a leaked control id would show as 3071).
+    seed = next(s for s in range(1 << 20) if counter_uniform(s, 3, 0) > 0.9998)
+    prompt = rows(np.random.default_rng(6), 4, model.hidden)
+
+    def frame_three(min_new_tokens):
+        entry = Entry(prompt, 0, [0], frame=3, seed=seed, temperature=1e6, top_k=0, rep_penalty=1.0)
+        return run_step(f32_runner, [entry], model.hidden, min_new_tokens=min_new_tokens)
+
+    codes, is_eos, next_embeds, _ = frame_three(3)
+    assert is_eos[0] == 1 and codes[0, 0] == model.eos
+    assert not codes[0, 1:].any() and not next_embeds.any()  # no code predictor run for a finished entry
+    codes, is_eos, _, _ = frame_three(4)
+    assert is_eos[0] == 0 and codes[0, 0] == model.suppress_from - 1
+
+
+def per_block_shapes(model: Model, kv: str, inference: str | None):
+    paged = ov.Core().read_model(model.dir / "talker.xml")
+    paged_attention_transformation(paged, False, False, False, False, False, False, False)
+    config = {"KV_CACHE_PRECISION": kv} | ({"INFERENCE_PRECISION_HINT": inference} if inference else {})
+    compiled = ov.Core().compile_model(paged, "CPU", config)
+    return {port.get_any_name(): (port.get_element_type(), [d.get_length() for d in port.get_partial_shape()[1:]])
+            for port in compiled.inputs if "_cache." in port.get_any_name()}
+
+
+@pytest.mark.parametrize("kv, inference", [("u8", ""), ("bf16", ""), ("f32", "f32")])
+def test_block_geometry_is_read_from_the_compiled_model(model, kv, inference):
+    shapes = per_block_shapes(model, kv, inference)
+    bytes_per_block = sum(np.prod(shape) * kind.bitwidth // 8 for kind, shape in shapes.values())
+    runner = model.runner(kv=kv, inference=inference, num_blocks=0, cache_bytes=10 * bytes_per_block + 1)
+    assert runner.block_size == shapes["value_cache.0"][1][1]
+    assert runner.bytes_per_block == bytes_per_block
+    assert runner.num_blocks == 10
+    print(f"\n{kv}: block {runner.block_size} tokens, key {shapes['key_cache.0'][1]}, "
+          f"value {shapes['value_cache.0'][1]} per layer, {bytes_per_block // runner.block_size} bytes/token")
+
+
+def valid_step(model: Model) -> dict:
+    rng = np.random.default_rng(5)
+    return step_arrays([Entry(rows(rng, 3, model.hidden), 0, [0]), Entry(rows(rng, 1, model.hidden), 4, [1])],
+                       model.hidden)
+
+
+BAD_STEPS = {
+    "rows do not add up": lambda a: a.update(new_lens=np.array([3, 2], np.int32)),
+    "too few blocks": lambda a: a.update(past_lens=np.array([0, 40], np.int32)),
+    "block out of range": lambda a: a.update(block_table=np.array([0, 16], np.int32)),
+    "begins past the end": lambda a: a.update(block_table_begins=np.array([0, 1, 3], np.int32)),
+    "1-D embeds": lambda a: a.update(embeds=a["embeds"].ravel()),
+    "wrong width": lambda a: a.update(embeds=a["embeds"][:, :-1].copy()),
+    "empty batch": lambda a: a.update(new_lens=np.zeros(0, np.int32)),
+    "history code": lambda a: a.update(history=np.array([5000], np.int32), history_begins=np.array([0, 1, 1])),
+    "top_p zero": lambda a: a.update(top_p=np.zeros(2, np.float32)),
+    "zero new rows": lambda a: a.update(new_lens=np.array([4, 0], np.int32)),
+}
+
+
+@pytest.mark.parametrize("case", BAD_STEPS)
+def test_bad_step_input_raises_value_error(model, f32_runner, case):
+    arrays = valid_step(model)
+    f32_runner.step(**arrays)  # the unmodified step is fine
+    BAD_STEPS[case](arrays)
+    with pytest.raises(ValueError):
+        f32_runner.step(**arrays)
+
+
+@pytest.mark.parametrize("change", [dict(kv="u7"), dict(device="TPU"), dict(inference="u8"),
+                                    dict(num_blocks=0, cache_bytes=10)])
+def test_bad_runner_options_raise_value_error(model, change):
+    with pytest.raises(ValueError):
+        model.runner(**change)

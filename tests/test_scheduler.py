@@ -1,0 +1,409 @@
+import numpy as np
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from service.blocks import BlockManager
+from service.scheduler import Policy, Scheduler, StepResult
+from service.sequence import FinishReason, Sequence, SequenceStatus, StepOutput
+
+H = 8
+
+
+def expected_codes(seq_id: int, t: int) -> np.ndarray:
+    return ((seq_id * 7919 + t * 131 + np.arange(16) * 17) % 2048).astype(np.int32)
+
+
+class FakeRunner:
+    """Stands in for the native runner: it writes each new input row into a fake KV cache at the slot the block
+    table names, and before emitting checks that the cached context is exactly the request's own rows, so a block
+    table that misses rows, a block shared by two requests, or a stale block after preemption fails the test.
+    Codes are a function of (request id, frame index); eos comes at a configured frame index."""
+
+    def __init__(self, blocks: BlockManager, eos_at: dict[int, int] | None = None):
+        self.block_size = blocks.block_size
+        self.cache = np.full((blocks.num_blocks, blocks.block_size, H), np.nan, np.float32)
+        self.eos_at = {} if eos_at is None else eos_at  # shared: tests add entries as requests arrive
+
+    def slot(self, seq: Sequence, row: int) -> tuple[int, int]:
+        return seq.block_table[row // self.block_size], row % self.block_size
+
+    def step(self, entries) -> StepOutput:
+        codes = np.zeros((len(entries), 16), np.int32)
+        is_eos = np.zeros(len(entries), bool)
+        next_embeds = np.zeros((len(entries), H), np.float32)
+        for i, e in enumerate(entries):
+            seq = e.seq
+            assert e.start == seq.num_computed
+            assert len(seq.block_table) * self.block_size >= e.start + e.num_new
+            for k, row in enumerate(seq.rows(e.start, e.num_new)):
+                self.cache[self.slot(seq, e.start + k)] = row
+            if not e.emits:
+                continue
+            end = e.start + e.num_new
+            context = np.stack([self.cache[self.slot(seq, r)] for r in range(end)])
+            np.testing.assert_array_equal(context, seq.rows(0, end))
+            t = len(seq.frames)
+            if self.eos_at.get(seq.id) == t:
+                is_eos[i] = True
+                continue
+            codes[i] = expected_codes(seq.id, t)
+            next_embeds[i] = codes[i][:H] / 1000 + seq.text_for_frame(t)
+        return StepOutput(codes, is_eos, next_embeds)
+
+
+def make_seq(seq_id: int, prompt_rows: int, frame_cap: int) -> Sequence:
+    rng = np.random.default_rng(seq_id)
+    return Sequence(seq_id, rng.standard_normal((prompt_rows, H)).astype(np.float32),
+                    rng.standard_normal((3, H)).astype(np.float32), np.full(H, 0.5, np.float32), frame_cap)
+
+
+def make(num_blocks=64, block_size=4, max_running=4, max_waiting=8, token_budget=64, policy="continuous",
+         eos_at=None):
+    blocks = BlockManager(num_blocks, block_size)
+    return Scheduler(blocks, max_running, max_waiting, token_budget, policy), FakeRunner(blocks, eos_at)
+
+
+class Recorder:
+    """Runs steps, checks integrity after each, and keeps every delivered frame per request."""
+
+    def __init__(self, sched: Scheduler, runner: FakeRunner):
+        self.sched, self.runner = sched, runner
+        self.delivered: dict[int, list[np.ndarray]] = {}
+        self.preempted: list[int] = []
+
+    def step(self) -> tuple[list, StepResult]:
+        entries = self.sched.schedule()
+        result = self.sched.update(entries, self.runner.step(entries))
+        for seq, codes in result.new_frames:
+            self.delivered.setdefault(seq.id, []).append(codes)
+        self.preempted += [s.id for s in result.preempted]
+        self.sched.check_integrity()
+        return entries, result
+
+    def run(self, max_steps=1000) -> int:
+        for steps in range(1, max_steps + 1):
+            self.step()
+            if not self.sched.has_work():
+                return steps
+        raise AssertionError("the scheduler did not drain")
+
+    def assert_frames(self, seq_id: int, count: int) -> None:
+        got = self.delivered.get(seq_id, [])
+        assert len(got) == count
+        for t, codes in enumerate(got):
+            np.testing.assert_array_equal(codes, expected_codes(seq_id, t))
+
+
+def ids(entries) -> list[int]:
+    return [e.seq.id for e in entries]
+
+
+def seq_ids(seqs) -> list[int]:
+    return [s.id for s in seqs]
+
+
+def test_sequence_rows_text_track_and_frames():
+    s = make_seq(1, 3, 5)
+    assert (s.num_rows, s.max_rows) == (3, 7)
+    np.testing.assert_array_equal(s.text_for_frame(2), s.trailing_text[2])
+    np.testing.assert_array_equal(s.text_for_frame(3), s.pad_text)
+    for t in range(4):  # grows past the prompt's capacity
+        s.append_frame(expected_codes(1, t), np.full(H, t, np.float32))
+    assert s.num_rows == 7
+    assert s.c0_history == [int(expected_codes(1, t)[0]) for t in range(4)]
+    np.testing.assert_array_equal(s.rows(5, 2), np.array([[2.0] * H, [3.0] * H], np.float32))  # frames 2, 3
+    with pytest.raises(ValueError):
+        s.rows(6, 2)
+    with pytest.raises(ValueError):
+        make_seq(2, 3, 0)
+
+
+def test_admission_in_arrival_order_up_to_the_running_cap():
+    sched, runner = make(max_running=2)
+    for i in (1, 2, 3):
+        assert sched.add(make_seq(i, 5, 3))
+    rec = Recorder(sched, runner)
+    entries, _ = rec.step()
+    assert [(e.seq.id, e.start, e.num_new, e.emits) for e in entries] == [(1, 0, 5, True), (2, 0, 5, True)]
+    assert seq_ids(sched.waiting) == [3]
+    rec.step()
+    entries, result = rec.step()
+    assert seq_ids(result.finished) == [1, 2]
+    entries, _ = rec.step()
+    assert ids(entries) == [3]
+    rec.run()
+    for i in (1, 2, 3):
+        rec.assert_frames(i, 3)
+
+
+def test_admission_never_skips_ahead_of_a_request_that_does_not_fit_yet():
+    sched, runner = make(num_blocks=6, max_running=4)
+    for seq_id, prompt in ((1, 20), (2, 8), (3, 2)):  # 5 blocks, then 2 (1 free), then 1 that would fit
+        assert sched.add(make_seq(seq_id, prompt, 3))
+    rec = Recorder(sched, runner)
+    entries, _ = rec.step()
+    assert ids(entries) == [1]
+    assert seq_ids(sched.waiting) == [2, 3]
+    rec.run()
+    for i in (1, 2, 3):
+        rec.assert_frames(i, 3)
+
+
+def test_a_new_request_joins_the_running_batch_at_the_next_step():
+    sched, runner = make()
+    sched.add(make_seq(1, 5, 10))
+    rec = Recorder(sched, runner)
+    rec.step()
+    rec.step()
+    sched.add(make_seq(2, 6, 10))
+    entries, _ = rec.step()
+    assert [(e.seq.id, e.start, e.num_new) for e in entries] == [(1, 6, 1), (2, 0, 6)]
+
+
+def test_finished_requests_free_their_blocks_in_the_same_step():
+    sched, runner = make(num_blocks=16, eos_at={1: 2})
+    sched.add(make_seq(1, 5, 10))
+    sched.add(make_seq(2, 5, 3))
+    rec = Recorder(sched, runner)
+    rec.step()
+    rec.step()
+    _, result = rec.step()  # frame index 2: eos for 1, the third and last frame for 2
+    assert seq_ids(result.finished) == [1, 2]
+    assert [s.id for s, _ in result.new_frames] == [2]
+    assert (sched.blocks.num_free, sched.blocks.num_used) == (16, 0)
+    a, b = result.finished
+    assert (a.finish_reason, b.finish_reason) == (FinishReason.EOS, FinishReason.FRAME_CAP)
+    assert a.block_table == b.block_table == []
+    assert not sched.has_work()
+    rec.assert_frames(1, 2)
+    rec.assert_frames(2, 3)
+
+
+def test_preemption_recomputes_without_repeating_a_frame():
+    # 6 blocks of 4 rows; each request grows to 6 + 10 - 1 = 15 rows = 4 blocks, so both cannot finish together.
+    sched, runner = make(num_blocks=6)
+    sched.add(make_seq(1, 6, 10))
+    sched.add(make_seq(2, 6, 10))
+    rec = Recorder(sched, runner)
+    entries_per_step = []
+    while sched.has_work():
+        entries, _ = rec.step()
+        entries_per_step.append([(e.seq.id, e.start, e.num_new, e.emits) for e in entries])
+    assert rec.preempted == [2]  # the most recently admitted one
+    # Step 0 prefills rows 0-5 of both (2 blocks each), step k decodes row 5 + k. At step 7 row 12 needs a fourth
+    # block and none is free: 1 goes first and takes 2's blocks. 2 had 7 frames, so 13 rows to recompute.
+    assert entries_per_step[6] == [(1, 11, 1, True), (2, 11, 1, True)]
+    assert entries_per_step[7] == [(1, 12, 1, True)]
+    assert entries_per_step[9] == [(1, 14, 1, True)]  # 1's tenth frame: it retires, 2 is readmitted next step
+    assert entries_per_step[10] == [(2, 0, 13, True)]  # emits frame 7, the first it has not delivered
+    assert entries_per_step[11] == [(2, 13, 1, True)]
+    assert len(entries_per_step) == 13
+    rec.assert_frames(1, 10)  # identical to an unpreempted run, each frame exactly once
+    rec.assert_frames(2, 10)
+
+
+def test_the_newest_request_preempts_itself_and_goes_back_to_the_front_of_waiting():
+    sched, runner = make(num_blocks=4, max_running=2)
+    sched.add(make_seq(1, 5, 4))  # 2 blocks, never more than 8 rows
+    sched.add(make_seq(2, 8, 4))  # 2 blocks, needs a third for its first decode
+    sched.add(make_seq(3, 1, 1))  # waits for a running slot; would fit in the 2 blocks 2 gives back
+    rec = Recorder(sched, runner)
+    rec.step()
+    entries, _ = rec.step()
+    assert [(e.seq.id, e.start) for e in entries] == [(1, 5)]
+    assert rec.preempted == [2]
+    assert seq_ids(sched.waiting) == [2, 3]
+    assert ids(rec.step()[0]) == [1]  # 2 needs 3 blocks to recompute 9 rows; 3 must not overtake it
+    assert ids(rec.step()[0]) == [1]  # 1's last frame
+    assert [(e.seq.id, e.start, e.num_new) for e in rec.step()[0]] == [(2, 0, 9), (3, 0, 1)]
+    rec.run()
+    rec.assert_frames(1, 4)
+    rec.assert_frames(2, 4)
+    rec.assert_frames(3, 1)
+
+
+def test_a_preempted_request_is_not_readmitted_in_the_step_that_preempted_it():
+    sched, runner = make(num_blocks=4, token_budget=4, max_running=2)
+    sched.add(make_seq(1, 4, 8))
+    sched.add(make_seq(2, 2, 6))
+    rec = Recorder(sched, runner)
+    plan = []
+    while sched.has_work():
+        entries, result = rec.step()
+        plan.append(([(e.seq.id, e.start, e.num_new, e.emits) for e in entries], seq_ids(result.preempted)))
+    assert plan == [
+        ([(1, 0, 4, True)], []),  # the budget stops 2's admission
+        ([(1, 4, 1, True), (2, 0, 2, True)], []),
+        ([(1, 5, 1, True), (2, 2, 1, True)], []),
+        ([(1, 6, 1, True), (2, 3, 1, True)], []),
+        ([(1, 7, 1, True), (2, 4, 1, True)], []),  # the last free block goes to 2
+        ([(1, 8, 1, True)], [2]),  # 2's first 3-row chunk would fit the freed block, yet it waits a step
+        ([(1, 9, 1, True), (2, 0, 3, False)], []),
+        ([(1, 10, 1, True)], [2]),  # 2 preempts itself; 1 retires
+        ([(2, 0, 4, False)], []),
+        ([(2, 4, 2, True)], []),  # rows 0-5: 2 prompt rows + 4 frames, so the recompute emits frame 4
+        ([(2, 6, 1, True)], []),
+    ]
+    rec.assert_frames(1, 8)
+    rec.assert_frames(2, 6)
+
+
+def test_abort_frees_blocks_of_running_and_waiting_requests():
+    sched, runner = make(max_running=2)
+    for i in (1, 2, 3):
+        sched.add(make_seq(i, 5, 10))
+    rec = Recorder(sched, runner)
+    rec.step()
+    used_by_2 = len(sched.requests[2].block_table)
+    aborted = sched.finish_requests([1, 3, 99, 1], FinishReason.ABORTED)
+    assert seq_ids(aborted) == [1, 3]
+    assert all(s.finish_reason is FinishReason.ABORTED and s.block_table == [] for s in aborted)
+    assert sched.blocks.num_used == used_by_2
+    assert seq_ids(sched.running) == [2] and not sched.waiting
+    sched.check_integrity()
+    entries, _ = rec.step()
+    assert ids(entries) == [2]
+    assert sched.finish_requests([1, 3], FinishReason.ABORTED) == []
+    rec.run()
+    rec.assert_frames(1, 1)
+    rec.assert_frames(2, 10)
+
+
+def test_a_request_larger_than_the_pool_fails_alone():
+    sched, runner = make(num_blocks=6)
+    assert sched.add(make_seq(1, 4, 5))
+    too_big = make_seq(2, 20, 6)  # 20 + 6 - 1 = 25 rows = 7 blocks > 6
+    assert not sched.add(too_big)
+    assert too_big.finish_reason is FinishReason.ERROR
+    assert "needs 7 KV cache blocks" in too_big.error and "holds 6" in too_big.error
+    assert 2 not in sched.requests
+    just_fits = make_seq(3, 20, 5)  # 24 rows = the whole pool
+    assert sched.add(just_fits)
+    rec = Recorder(sched, runner)
+    rec.run()
+    rec.assert_frames(1, 5)
+    rec.assert_frames(3, 5)
+    assert 2 not in rec.delivered
+
+
+def test_the_waiting_queue_cap_rejects_at_once():
+    sched, runner = make(max_waiting=2)
+    assert sched.add(make_seq(1, 5, 2)) and sched.add(make_seq(2, 5, 2))
+    third = make_seq(3, 5, 2)
+    assert not sched.add(third)
+    assert third.finish_reason is FinishReason.REJECTED
+    assert third.error == "the server is busy: 2 requests are already waiting"
+    assert seq_ids(sched.waiting) == [1, 2]
+    Recorder(sched, runner).step()
+    assert sched.add(make_seq(4, 5, 2))  # admission emptied the queue
+
+
+def test_static_policy_admits_only_into_an_empty_batch():
+    sched, runner = make(policy=Policy.STATIC)
+    sched.add(make_seq(1, 5, 3))
+    rec = Recorder(sched, runner)
+    assert ids(rec.step()[0]) == [1]
+    sched.add(make_seq(2, 5, 3))
+    sched.add(make_seq(3, 5, 3))
+    assert ids(rec.step()[0]) == [1]
+    assert ids(rec.step()[0]) == [1]  # 1 finishes here
+    assert ids(rec.step()[0]) == [2, 3]
+    rec.run()
+    for i in (1, 2, 3):
+        rec.assert_frames(i, 3)
+
+
+def test_chunked_prefill_keeps_to_the_budget_and_never_stalls_decodes():
+    sched, runner = make(token_budget=8)
+    sched.add(make_seq(1, 3, 20))
+    rec = Recorder(sched, runner)
+    rec.step()
+    sched.add(make_seq(2, 15, 5))
+    sched.add(make_seq(3, 10, 5))
+    plan = [[(e.seq.id, e.start, e.num_new, e.emits) for e in rec.step()[0]] for _ in range(4)]
+    assert plan == [
+        [(1, 3, 1, True), (2, 0, 7, False)],
+        [(1, 4, 1, True), (2, 7, 7, False)],  # stops one row short of the end: no frame yet
+        [(1, 5, 1, True), (2, 14, 1, True), (3, 0, 6, False)],
+        [(1, 6, 1, True), (2, 15, 1, True), (3, 6, 4, True)],  # decodes first, the prefill takes the rest
+    ]
+    rec.run()
+    rec.assert_frames(1, 20)
+    rec.assert_frames(2, 5)
+    rec.assert_frames(3, 5)
+
+
+def test_rejects_a_budget_smaller_than_the_batch():
+    with pytest.raises(ValueError):
+        Scheduler(BlockManager(8, 4), max_running=16, max_waiting=4, token_budget=8)
+
+
+class RandomOperations(RuleBasedStateMachine):
+    """Random arrivals, aborts and steps on a random tiny pool: the integrity check holds after every operation,
+    and every request's delivered frames are exactly the unpreempted run's, each once, up to how it finished."""
+
+    @initialize(num_blocks=st.integers(3, 12), block_size=st.sampled_from([1, 2, 4, 8]),
+                max_running=st.integers(1, 5), extra_budget=st.integers(0, 12), max_waiting=st.integers(1, 6),
+                policy=st.sampled_from(list(Policy)))
+    def setup(self, num_blocks, block_size, max_running, extra_budget, max_waiting, policy):
+        self.eos_at: dict[int, int] = {}
+        sched, runner = make(num_blocks, block_size, max_running, max_waiting, max_running + extra_budget, policy,
+                             self.eos_at)
+        self.rec = Recorder(sched, runner)
+        self.sched = sched
+        self.seqs: dict[int, Sequence] = {}
+        self.most = num_blocks * block_size * 3 // 4 + 1  # prompts and caps up to this: mostly fit, sometimes not
+
+    @rule(data=st.data())
+    def arrive(self, data):
+        seq_id = len(self.seqs)
+        seq = make_seq(seq_id, data.draw(st.integers(1, self.most)), data.draw(st.integers(1, self.most)))
+        eos = data.draw(st.none() | st.integers(0, self.most))
+        if eos is not None:
+            self.eos_at[seq_id] = eos
+        queue_full = len(self.sched.waiting) >= self.sched.max_waiting
+        too_big = self.sched.blocks.blocks_for(seq.max_rows) > self.sched.blocks.num_blocks
+        self.seqs[seq_id] = seq
+        assert self.sched.add(seq) == (not too_big and not queue_full)
+        if too_big:
+            assert seq.finish_reason is FinishReason.ERROR
+        elif queue_full:
+            assert seq.finish_reason is FinishReason.REJECTED
+
+    @precondition(lambda self: self.seqs)
+    @rule(data=st.data())
+    def abort(self, data):
+        self.sched.finish_requests([data.draw(st.sampled_from(sorted(self.seqs)))], FinishReason.ABORTED)
+
+    @rule()
+    def step(self):
+        entries, _ = self.rec.step()
+        assert len(entries) <= self.sched.max_running
+        assert sum(e.num_new for e in entries) <= self.sched.token_budget
+        assert len(set(ids(entries))) == len(entries)
+
+    @invariant()
+    def integrity(self):
+        self.sched.check_integrity()
+
+    def teardown(self):
+        self.rec.run()
+        assert self.sched.blocks.num_free == self.sched.blocks.num_blocks
+        for seq_id, seq in self.seqs.items():
+            assert seq.status is SequenceStatus.FINISHED
+            delivered = len(self.rec.delivered.get(seq_id, []))
+            self.rec.assert_frames(seq_id, delivered)  # never repeated, never skipped, same as unpreempted
+            assert len(seq.frames) == delivered
+            if seq.finish_reason is FinishReason.EOS:
+                assert delivered == self.eos_at[seq_id]
+            elif seq.finish_reason is FinishReason.FRAME_CAP:
+                assert delivered == seq.frame_cap
+            elif seq.finish_reason is not FinishReason.ABORTED:
+                assert delivered == 0
+
+
+RandomOperations.TestCase.settings = settings(max_examples=100, stateful_step_count=60, deadline=None,
+                                              database=None)
+test_random_operations = RandomOperations.TestCase
