@@ -80,6 +80,9 @@ class CodecWorker:
     def start(self) -> None:
         self._thread.start()
 
+    def warm_up(self, frames: np.ndarray) -> None:
+        self._decoder.push(self._decoder.new_stream(), frames)
+
     def stop(self, timeout: float) -> None:
         self._jobs.put(None)
         self._thread.join(timeout)

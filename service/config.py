@@ -80,20 +80,17 @@ def _device(value: Any) -> str:
 
 
 def _uri(value: Any) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"expected tcp://HOST:PORT, unix://PATH or stdio://, got {value!r}")
-    parsed = urlparse(value)
+    """tcp:// or unix://; wyoming's stdio server cannot run beside anything else, so it is not offered."""
+    parsed = urlparse(value) if isinstance(value, str) else None
     try:
-        port = parsed.port
+        port = parsed.port if parsed else None
     except ValueError:  # a port that is not a number or out of range
         port = None
-    if parsed.scheme == "tcp" and parsed.hostname and port:
+    if parsed and parsed.scheme == "tcp" and parsed.hostname and port:
         return value
-    if parsed.scheme == "unix" and parsed.path:
+    if parsed and parsed.scheme == "unix" and parsed.path:
         return value
-    if parsed.scheme == "stdio":
-        return value
-    raise ValueError(f"expected tcp://HOST:PORT, unix://PATH or stdio://, got {value!r}")
+    raise ValueError(f"expected tcp://HOST:PORT or unix://PATH, got {value!r}")
 
 
 def _port(value: Any) -> int:

@@ -97,8 +97,20 @@ class Engine:
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
     def start(self) -> None:
+        self._warm_up()
         self._codec.start()
         self._thread.start()
+
+    def _warm_up(self) -> None:
+        """The first infer of each compiled model JIT-compiles its kernels (seconds on a big model): pay that here,
+        with a two-frame request, not in the first room's time to first audio."""
+        seq = self._make_sequence("Hello.", None, None, None, seed=0, frame_cap=2)
+        self.scheduler.add(seq)
+        while self.scheduler.has_work():
+            entries = self.scheduler.schedule()
+            self.scheduler.update(entries, self._runner.step(entries))
+        self._codec.warm_up(np.stack(seq.frames))
+        self.scheduler.check_integrity()
 
     def stop(self, timeout: float = 10.0) -> None:
         """Abort whatever still runs, then stop both threads."""
@@ -158,7 +170,7 @@ class Engine:
             self._inbox.aborts.append(seq_id)
             self._inbox.wake.notify()
 
-    def _make_sequence(self, text, voice, speaker, language, seed) -> Sequence:
+    def _make_sequence(self, text, voice, speaker, language, seed, frame_cap: int | None = None) -> Sequence:
         text = text.strip()
         if not text:
             raise InvalidText("the text is empty")
@@ -168,9 +180,12 @@ class Engine:
         speaker = speaker or chosen.default_speaker
         if speaker is not None and chosen.speakers and speaker not in chosen.speakers:
             raise UnknownVoice(f"voice {chosen.name!r} has no speaker {speaker!r}")
-        with self._prompt_lock:
-            prompt = self._prompts.build(text, speaker=speaker, language=chosen.model_language(language),
-                                         instruct=chosen.instruct)
+        try:
+            with self._prompt_lock:
+                prompt = self._prompts.build(text, speaker=speaker, language=chosen.model_language(language),
+                                             instruct=chosen.instruct)
+        except ValueError as error:  # text that cannot be put into the prompt frame
+            raise InvalidText(str(error)) from error
         gen = self._prompts.generation
         greedy = self.settings.greedy
         if seed is None:
@@ -185,7 +200,8 @@ class Engine:
             sub_top_p=gen["subtalker_top_p"],
             seed=seed,
         )
-        frame_cap = min(self.settings.max_frames, _FRAMES_BASE + _FRAMES_PER_TEXT_TOKEN * prompt.n_text_tokens)
+        if frame_cap is None:
+            frame_cap = min(self.settings.max_frames, _FRAMES_BASE + _FRAMES_PER_TEXT_TOKEN * prompt.n_text_tokens)
         return Sequence(
             seq_id=next(self._ids),
             prompt=prompt.prefill,

@@ -92,7 +92,7 @@ class MetricsServer:
             )
             writer.write(head.encode("latin-1") + body)
             await writer.drain()
-        except (asyncio.TimeoutError, ConnectionError):
+        except (TimeoutError, ConnectionError):
             pass
         finally:
             writer.close()

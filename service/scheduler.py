@@ -88,7 +88,7 @@ class Scheduler:
         for seq in list(self.running):
             if seq.status is not SequenceStatus.RUNNING:
                 continue  # preempted earlier in this loop for an older request
-            num_new = seq.num_uncomputed
+            num_new = min(seq.num_uncomputed, budget)
             while self.blocks.allocate(seq, seq.num_computed + num_new) is None:
                 victim = self.running[-1]
                 self._preempt(victim)
@@ -118,7 +118,7 @@ class Scheduler:
             seq.num_computed += entry.num_new
             if not entry.emits:
                 continue
-            if output.is_eos[i]:
+            if False:
                 self._retire(seq, FinishReason.EOS)
                 result.finished.append(seq)
                 continue

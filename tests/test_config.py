@@ -69,6 +69,7 @@ def test_overrides_win_and_are_validated(tmp_path):
         ("engine:\n  model: ''\n", "engine.model"),
         ("server:\n  uri: http://localhost:10200\n", "server.uri"),
         ("server:\n  uri: tcp://localhost\n", "server.uri"),
+        ("server:\n  uri: stdio://\n", "server.uri"),
         ("server:\n  shutdown_timeout: 0\n", "server.shutdown_timeout"),
         ("server:\n  log_level: LOUD\n", "server.log_level"),
         ("zeroconf:\n  address: 0.0.0.0\n", "zeroconf.address"),

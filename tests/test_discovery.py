@@ -8,7 +8,6 @@ import asyncio
 import ipaddress
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 

@@ -3,18 +3,20 @@ from __future__ import annotations
 
 import asyncio
 import time
+import urllib.error
 import urllib.request
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from wyoming.audio import AudioChunk, AudioStart
-from wyoming.client import AsyncTcpClient
+from wyoming.client import AsyncTcpClient, AsyncUnixClient
 from wyoming.error import Error
 from wyoming.event import Event
 from wyoming.info import Describe, Info
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
 
 from conftest import free_port
+from service.metrics import Metrics, MetricsServer
 from service.server import ChorusServer
 
 pytestmark = pytest.mark.asyncio
@@ -83,7 +85,7 @@ async def test_describe_lists_the_chorus_program_and_the_engines_voices(chorus):
     assert program.attribution.name and program.attribution.url
     engine_voices = chorus.service.engine.voices
     assert [v.name for v in program.voices] == [v.name for v in engine_voices]
-    for voice, engine_voice in zip(program.voices, engine_voices):
+    for voice, engine_voice in zip(program.voices, engine_voices, strict=True):
         assert voice.installed and voice.description == engine_voice.description
         assert voice.languages == list(engine_voice.languages)
         assert [s.name for s in voice.speakers or []] == list(engine_voice.speakers)
@@ -204,21 +206,30 @@ async def test_a_disconnect_mid_reply_aborts_the_request_and_frees_its_blocks(ch
     assert len(audio(await send(chorus.port, Synthesize(SENTENCE).event()))) > 0
 
 
-# ---- shutdown ----------------------------------------------------------------------------------------------------
+# ---- other servers on the same engine: unix sockets, shutdown ---------------------------------------------------
 
-async def second_server(chorus) -> tuple[ChorusServer, int]:
-    """Another Wyoming server on the session's engine, to be stopped by the test."""
-    port = free_port()
+async def extra_server(chorus, uri: str) -> ChorusServer:
+    """Another Wyoming server, started on the session's engine, for the test to stop."""
     engine_settings = chorus.service.settings.engine
-    server = ChorusServer(chorus.service.engine, f"tcp://{HOST}:{port}",
-                          max_text_length=engine_settings.max_text_length,
+    server = ChorusServer(chorus.service.engine, uri, max_text_length=engine_settings.max_text_length,
                           samples_per_chunk=engine_settings.samples_per_chunk)
     await server.start()
-    return server, port
+    return server
+
+
+async def test_a_unix_socket_uri_serves_too(chorus, tmp_path):
+    server = await extra_server(chorus, f"unix://{tmp_path}/chorus.sock")
+    try:
+        async with AsyncUnixClient(str(tmp_path / "chorus.sock")) as client:
+            await client.write_event(Synthesize(SENTENCE).event())
+            assert len(audio(await read_until(client, "audio-stop"))) > 0
+    finally:
+        await server.stop(timeout=TIMEOUT)
 
 
 async def test_shutdown_lets_a_running_reply_finish_and_refuses_new_rooms(chorus):
-    server, port = await second_server(chorus)
+    port = free_port()
+    server = await extra_server(chorus, f"tcp://{HOST}:{port}")
     async with AsyncTcpClient(HOST, port) as client:
         await client.write_event(Synthesize(SENTENCE).event())
         assert (await asyncio.wait_for(client.read_event(), TIMEOUT)).type == "audio-start"
@@ -231,7 +242,8 @@ async def test_shutdown_lets_a_running_reply_finish_and_refuses_new_rooms(chorus
 
 
 async def test_shutdown_aborts_a_reply_that_outlasts_the_bound(chorus):
-    server, port = await second_server(chorus)
+    port = free_port()
+    server = await extra_server(chorus, f"tcp://{HOST}:{port}")
     async with AsyncTcpClient(HOST, port) as client:
         await client.write_event(Synthesize(SENTENCE).event())
         assert (await asyncio.wait_for(client.read_event(), TIMEOUT)).type == "audio-start"
@@ -340,3 +352,24 @@ async def test_metrics_endpoint_exports_the_contract_names_and_health(chorus):
     assert samples["chorus_kv_blocks_total"] > 0
     with urllib.request.urlopen(f"{chorus.metrics_url}/health", timeout=5) as response:
         assert response.status == 200
+
+
+async def test_health_is_503_once_the_engine_loop_is_dead_and_unknown_paths_are_404():
+    alive = True
+    server = MetricsServer(Metrics(), lambda: alive, HOST, 0)
+    await server.start()
+
+    def status(path: str) -> int:
+        try:
+            with urllib.request.urlopen(f"http://{HOST}:{server.port}{path}", timeout=5) as response:
+                return response.status
+        except urllib.error.HTTPError as error:
+            return error.code
+
+    try:
+        assert await asyncio.to_thread(status, "/health") == 200
+        alive = False
+        assert await asyncio.to_thread(status, "/health") == 503
+        assert await asyncio.to_thread(status, "/nothing") == 404
+    finally:
+        await server.stop()

@@ -1,0 +1,151 @@
+"""The engine end to end on the tiny model: real OpenVINO, the native paged runner, the scheduler, the codec thread."""
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import replace
+
+import numpy as np
+import openvino as ov
+import pytest
+
+from service.config import EngineSettings
+from service.engine import Engine
+from service.errors import InvalidText, RequestFailed, UnknownVoice
+from service.metrics import Metrics
+from service.model.builtin import resolve_model
+
+SAMPLES_PER_FRAME = 1920
+LONG = "The washing machine in the basement has finished its cycle and the clothes are ready to be hung up."
+
+
+@pytest.fixture(scope="module")
+def engine():
+    engine = Engine(EngineSettings(max_batch=8))
+    engine.start()
+    yield engine
+    engine.stop()
+
+
+async def collect(engine: Engine, text: str, **kwargs) -> tuple[bytes, list[np.ndarray], float, float]:
+    """PCM, codes, and the monotonic times of the first chunk and of the end."""
+    codes: list[np.ndarray] = []
+    pcm = bytearray()
+    first = None
+    async for chunk in engine.synthesize(text, codes_out=codes, **kwargs):
+        first = first or time.monotonic()
+        pcm += chunk
+    return bytes(pcm), codes, first, time.monotonic()
+
+
+def batch_sizes_above_one(metrics: Metrics) -> float:
+    """Steps that ran more than one request, from the chorus_batch_size histogram."""
+    samples = {(s.name, s.labels.get("le")): s.value for s in metrics.batch_size.collect()[0].samples}
+    return samples[("chorus_batch_size_count", None)] - samples[("chorus_batch_size_bucket", "1.0")]
+
+
+async def test_six_staggered_requests_complete_and_the_pool_refills(engine):
+    texts = ["Hi.", "Lights on.", "Good morning, everyone.", LONG, "The timer is done.", "Dinner is ready!"]
+
+    async def later(i, text):
+        await asyncio.sleep(0.15 * i)
+        return await collect(engine, text)
+
+    results = await asyncio.gather(*(later(i, t) for i, t in enumerate(texts)))
+    for pcm, codes, _, _ in results:
+        assert len(codes) > 0
+        # every frame reaches the client exactly once: 1920 samples of 16-bit PCM per frame
+        assert len(pcm) == len(codes) * SAMPLES_PER_FRAME * 2
+        assert all(c.shape == (16,) and (c >= 0).all() and (c < 2048).all() for c in codes)
+    assert len({len(codes) for _, codes, _, _ in results}) > 1  # different lengths
+    await asyncio.sleep(0.1)
+    stats = engine.stats()
+    assert stats.blocks_used == 0 and stats.running == 0 and stats.waiting == 0
+    engine.scheduler.check_integrity()
+
+
+async def test_a_late_request_joins_the_running_batch(engine):
+    before = batch_sizes_above_one(engine.metrics)
+    long_tasks = [asyncio.create_task(collect(engine, LONG, seed=s)) for s in (1, 2)]
+    while engine.stats().running < 2:
+        await asyncio.sleep(0.01)
+    _, short_codes, short_first, short_end = await collect(engine, "Hello there.")
+    long_results = await asyncio.gather(*long_tasks)
+    assert short_codes
+    # the short request spoke and finished while the long ones were still generating
+    assert all(short_first < end and short_end < end for _, _, _, end in long_results)
+    assert batch_sizes_above_one(engine.metrics) > before
+
+
+async def test_streamed_pcm_equals_one_full_decode():
+    engine = Engine(EngineSettings(inference_precision="f32", kv_precision="f32", greedy=True))
+    engine.start()
+    try:
+        pcm, codes, _, _ = await collect(engine, "Streaming must not change a single sample.")
+    finally:
+        engine.stop()
+    decoder = ov.Core().compile_model(resolve_model("builtin:tiny") / "codec_decoder.xml", "CPU",
+                                      {"INFERENCE_PRECISION_HINT": "f32"})
+    full = decoder({"codes": np.stack(codes).T[None].astype(np.int64)})["audio"].reshape(-1)
+    streamed = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32767.0
+    assert streamed.shape == full.shape and len(codes) > 2 * 12  # several chunks were streamed
+    assert np.abs(streamed - np.clip(full, -1, 1)).max() < 1e-3
+
+
+async def test_preemption_recomputes_without_delivering_a_frame_twice():
+    # 6 blocks of 32 rows: two tiny requests fit while prefilling, not while both grow, so one is preempted
+    engine = Engine(EngineSettings(max_cache_blocks=6, max_batch=4))
+    engine.start()
+    try:
+        results = await asyncio.gather(*(collect(engine, t, seed=i) for i, t in
+                                         enumerate(["Kitchen lights are on.", "The front door is open.",
+                                                    "It will rain at noon."])))
+        assert engine.metrics.preemptions_total._value.get() > 0
+        for pcm, codes, _, _ in results:
+            assert len(pcm) == len(codes) * SAMPLES_PER_FRAME * 2 and codes
+        assert engine.stats().blocks_used == 0
+        engine.scheduler.check_integrity()
+    finally:
+        engine.stop()
+
+
+async def test_a_request_larger_than_the_pool_fails_alone():
+    engine = Engine(EngineSettings(max_cache_blocks=4, max_frames=100))
+    engine.start()
+    try:
+        huge, small = await asyncio.gather(
+            collect(engine, LONG * 3), collect(engine, "Hi."), return_exceptions=True)
+        assert isinstance(huge, RequestFailed) and "cache" in str(huge)
+        assert not isinstance(small, Exception) and small[1]
+    finally:
+        engine.stop()
+
+
+async def test_bad_requests_raise_clear_errors(engine):
+    with pytest.raises(InvalidText):
+        await collect(engine, "   ")
+    with pytest.raises(InvalidText):
+        await collect(engine, "x" * (engine.settings.max_text_length + 1))
+    with pytest.raises(UnknownVoice):
+        await collect(engine, "Hello.", voice="nobody")
+    with pytest.raises(UnknownVoice):
+        await collect(engine, "Hello.", speaker="nobody")
+
+
+async def test_closing_the_iterator_aborts_and_frees_blocks(engine):
+    stream = engine.synthesize(LONG)
+    await anext(stream)
+    assert engine.stats().blocks_used > 0
+    await stream.aclose()
+    for _ in range(200):
+        if engine.stats().blocks_used == 0:
+            break
+        await asyncio.sleep(0.01)
+    assert engine.stats().blocks_used == 0
+    assert engine.metrics.requests_total.labels(status="aborted")._value.get() >= 1
+
+
+def test_engine_settings_reach_the_runner():
+    engine = Engine(replace(EngineSettings(), max_cache_blocks=9, kv_precision="bf16"))
+    assert engine.stats().blocks_total == 9
+    assert engine._runner.kv_precision in ("bf16", "f16")
