@@ -118,7 +118,7 @@ class Scheduler:
             seq.num_computed += entry.num_new
             if not entry.emits:
                 continue
-            if False:
+            if output.is_eos[i]:
                 self._retire(seq, FinishReason.EOS)
                 result.finished.append(seq)
                 continue

@@ -10,13 +10,14 @@ Replies (what the client receives):
 - synthesize:      audio-start, audio-chunk..., audio-stop
 - synthesize-start, synthesize-chunk..., synthesize-stop:
                    audio-start, audio-chunk..., audio-stop, synthesize-stopped
-  Each sentence is synthesised as soon as it is complete, the sentences of one reply one after another, and their
-  audio shares one audio-start..audio-stop (Home Assistant takes the format from the first audio-start only).
+  Each sentence is synthesised as soon as it is complete (the next one generating while one is sent), and their
+  audio, in order, shares one audio-start..audio-stop (Home Assistant takes the format from the first audio-start only).
   A synthesize event inside a stream is Home Assistant's copy for servers without streaming: ignored.
-- A reply that fails (unknown voice, empty or too long text, busy server, malformed event) gets an `error` event at
-  the moment the failure is known, then still ends as above: audio-start (if not sent yet), audio-stop and, for a
-  stream, synthesize-stopped once the client sends synthesize-stop. Home Assistant ignores `error` events and has
-  no read timeout, so a reply that did not end would hang it.
+- A reply that fails (unknown voice, empty or too long text, busy server, malformed event) gets an `error` event as
+  soon as the failure is known (a sentence already being spoken is finished first), then still ends as above:
+  audio-start (if not sent yet), audio-stop and, for a stream, synthesize-stopped once the client sends
+  synthesize-stop. Home Assistant ignores `error` events and has no read timeout, so a reply that did not end would
+  hang it. A stream that carries no text at all is not an error: its audio is empty.
 - An event out of order gets an `error` event: synthesize-chunk outside a stream, a second synthesize-start
   (ignored; the open stream goes on), synthesize-stop outside a stream (followed by synthesize-stopped, which the
   client waits for). Unknown event types are ignored; an unreadable event closes the connection.
@@ -41,6 +42,7 @@ from wyoming.server import AsyncEventHandler, AsyncServer
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped, SynthesizeVoice
 
 from service.errors import InvalidText, MalformedEvent, ReplyError, UnexpectedEvent
+from service.sentence_audio import sentence_audio
 
 _LOG = logging.getLogger(__name__)
 
@@ -350,12 +352,9 @@ class ChorusHandler(AsyncEventHandler):
         audio = _AudioOut(self, engine.sample_rate, self._server.samples_per_chunk)
         voice = reply.voice or SynthesizeVoice()
         try:
-            async for sentence in reply.sentences():
-                pcm_chunks = engine.synthesize(sentence, voice=voice.name, speaker=voice.speaker,
-                                               language=voice.language)
-                async with contextlib.aclosing(pcm_chunks):
-                    async for pcm in pcm_chunks:
-                        await audio.write(pcm)
+            async with contextlib.aclosing(sentence_audio(engine, reply.sentences(), voice)) as pcm_chunks:
+                async for pcm in pcm_chunks:
+                    await audio.write(pcm)
         except ReplyError as error:
             await self._error(error)
             await reply.wait_complete()

@@ -15,10 +15,16 @@ def expected_codes(seq_id: int, t: int) -> np.ndarray:
     return ((seq_id * 7919 + t * 131 + np.arange(16) * 17) % 2048).astype(np.int32)
 
 
+def expected_row(seq: Sequence, t: int) -> np.ndarray:
+    """The input row that follows frame t: its codes embedded (here, scaled) plus the text track."""
+    return (expected_codes(seq.id, t)[:H] / 1000 + seq.text_for_frame(t)).astype(np.float32)
+
+
 class FakeRunner:
     """Stands in for the native runner: it writes each new input row into a fake KV cache at the slot the block
-    table names, and before emitting checks that the cached context is exactly the request's own rows, so a block
-    table that misses rows, a block shared by two requests, or a stale block after preemption fails the test.
+    table names, and before emitting checks that the cached context is exactly the prompt plus the rows of the frames
+    so far, so a block table that misses rows, a block shared by two requests, a stale block after preemption or a
+    frame emitted from the wrong row fails the test.
     Codes are a function of (request id, frame index); eos comes at a configured frame index."""
 
     def __init__(self, blocks: BlockManager, eos_at: dict[int, int] | None = None):
@@ -41,15 +47,17 @@ class FakeRunner:
                 self.cache[self.slot(seq, e.start + k)] = row
             if not e.emits:
                 continue
-            end = e.start + e.num_new
-            context = np.stack([self.cache[self.slot(seq, r)] for r in range(end)])
-            np.testing.assert_array_equal(context, seq.rows(0, end))
             t = len(seq.frames)
+            end = e.start + e.num_new
+            assert end == seq.num_prompt_rows + t  # frame t follows the prompt and one row per earlier frame
+            context = np.stack([self.cache[self.slot(seq, r)] for r in range(end)])
+            expected = [seq.rows(0, seq.num_prompt_rows)] + [expected_row(seq, k)[None] for k in range(t)]
+            np.testing.assert_array_equal(context, np.concatenate(expected))
             if self.eos_at.get(seq.id) == t:
                 is_eos[i] = True
                 continue
             codes[i] = expected_codes(seq.id, t)
-            next_embeds[i] = codes[i][:H] / 1000 + seq.text_for_frame(t)
+            next_embeds[i] = expected_row(seq, t)
         return StepOutput(codes, is_eos, next_embeds)
 
 

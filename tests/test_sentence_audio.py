@@ -1,0 +1,63 @@
+"""A reply's sentences: audio in order, and the next sentence generating while the current one is sent."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from wyoming.tts import SynthesizeVoice
+
+from service.config import EngineSettings
+from service.engine import Engine
+from service.errors import InvalidText
+from service.sentence_audio import sentence_audio
+
+SENTENCES = ["The kitchen timer has finished.", "Dinner is ready.", "Please come to the table."]
+
+
+@pytest.fixture(scope="module")
+def engine():
+    # f32 everywhere and one seed: a sentence gives the same samples alone or batched with its neighbour
+    engine = Engine(EngineSettings(seed=5, inference_precision="f32", kv_precision="f32"))
+    engine.start()
+    yield engine
+    engine.stop()
+
+
+async def _sentences(texts):
+    for text in texts:
+        yield text
+
+
+async def _alone(engine, text) -> bytes:
+    return b"".join([pcm async for pcm in engine.synthesize(text)])
+
+
+async def test_audio_is_in_order_and_the_next_sentence_overlaps(engine):
+    most_running = 0
+    pcm = bytearray()
+    async for chunk in sentence_audio(engine, _sentences(SENTENCES), SynthesizeVoice()):
+        most_running = max(most_running, engine.stats().running)
+        pcm += chunk
+    assert most_running == 2  # the lookahead: two sentences of one reply, never three
+    expected = b"".join([await _alone(engine, text) for text in SENTENCES])
+    assert bytes(pcm) == expected
+
+
+async def test_an_error_comes_after_the_audio_before_it(engine):
+    got = bytearray()
+    with pytest.raises(InvalidText):
+        async for chunk in sentence_audio(engine, _sentences(["Hello there.", "   "]), SynthesizeVoice()):
+            got += chunk
+    assert bytes(got) == await _alone(engine, "Hello there.")
+    assert engine.stats().blocks_used == 0
+
+
+async def test_closing_early_aborts_every_running_sentence(engine):
+    stream = sentence_audio(engine, _sentences(SENTENCES), SynthesizeVoice())
+    await anext(stream)
+    await stream.aclose()
+    for _ in range(100):
+        if engine.stats().blocks_used == 0 and engine.stats().running == 0:
+            break
+        await asyncio.sleep(0.02)
+    assert engine.stats().blocks_used == 0
