@@ -5,10 +5,11 @@ state variables, so one OpenVINO infer request is one utterance's decoding state
 StreamingCodecDecoder compiles the graph once, shared by every request, and each request's stream is an infer
 request of it. The decoder has no lookahead: push() returns all the audio of the frames it is given.
 
-The graph is compiled for a fixed block of frames. With static shapes the CPU plugin fuses each SnakeBeta
-activation into one vector kernel; with a dynamic frame count it runs as ~10 separate passes, and the whole decode
-took ~20% longer. A push runs whole blocks; a short last block is padded with frames of code -1, which the graph
-decodes but keeps out of its state, and their audio is dropped.
+The graph is compiled for a fixed block of frames: with static shapes the CPU plugin fuses each SnakeBeta
+activation into one vector kernel, while with a dynamic frame count it runs as ~10 separate passes (~20% more
+decode time on a 2-core AVX-512 machine). A push runs whole blocks; a short last block is padded with frames of
+code -1, which the graph decodes but keeps out of its state, and their audio is dropped. The default block, 4
+frames, matches the engine's pushes (4 frames, then 12) and cost ~30% less per frame than single-frame blocks.
 """
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ class StreamingCodecDecoder:
             raise ValueError(f"block_frames must be at least 1, got {block_frames}")
         core = ov.Core()
         graph = model.clone() if isinstance(model, ov.Model) else core.read_model(model)
+        if not graph.get_sinks():
+            raise ValueError("the codec decoder graph is stateless: build it with build_codec_decoder(stateful=True)")
         self._num_quantizers = graph.input("codes").get_partial_shape()[1].get_length()
         graph.reshape({"codes": [1, self._num_quantizers, block_frames]})
         config = {"INFERENCE_PRECISION_HINT": inference_precision} if inference_precision else {}

@@ -59,7 +59,8 @@ def reference_decode(w, c, codes):
     w = {k[len("decoder."):]: v.astype(np.float64) for k, v in w.items()}
 
     def codebook(prefix):
-        return w[prefix + "._codebook.embedding_sum"] / np.maximum(w[prefix + "._codebook.cluster_usage"], 1e-5)[:, None]
+        usage = np.maximum(w[prefix + "._codebook.cluster_usage"], 1e-5)
+        return w[prefix + "._codebook.embedding_sum"] / usage[:, None]
 
     first = codebook("quantizer.rvq_first.vq.layers.0")[codes[0]]
     rest = sum(codebook(f"quantizer.rvq_rest.vq.layers.{i}")[codes[i + 1]] for i in range(len(codes) - 1))
@@ -230,3 +231,8 @@ def test_streams_are_independent(streaming_decoder):
 def test_push_rejects_codes_of_the_wrong_shape(streaming_decoder):
     with pytest.raises(ValueError, match="codes must be"):
         streaming_decoder.push(streaming_decoder.new_stream(), np.zeros((4, 15), np.int64))
+
+
+def test_a_stateless_graph_cannot_stream(weights):
+    with pytest.raises(ValueError, match="stateless"):
+        StreamingCodecDecoder(build_codec_decoder(weights, CONFIG, stateful=False))
