@@ -66,8 +66,9 @@ def main(argv=None) -> None:
 
                 wall, cpu = best_of(args.runs, stream)
                 error = np.abs(np.concatenate(pieces) - whole).max()
-                print(f"{name}: streaming, blocks of {block}, pushes of {chunk} frames: {wall / args.frames * 1000:.1f} "
-                      f"[{cpu / args.frames * 1000:.1f}] ms per frame, max |streamed - whole| {error:.1e}")
+                print(f"{name}: streaming, blocks of {block}, pushes of {chunk} frames: "
+                      f"{wall / args.frames * 1000:.1f} [{cpu / args.frames * 1000:.1f}] ms per frame, "
+                      f"max |streamed - whole| {error:.1e}")
 
 if __name__ == "__main__":
     main()
