@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from service.codec_stream import StreamingCodecDecoder
+from service.errors import RequestFailed
 
 # The first chunk leaves after a few frames (4 frames = 320 ms of audio) so speech starts early; later chunks are
 # larger because every decoder call has a fixed cost.
@@ -125,8 +126,8 @@ class CodecWorker:
             sink.close()
         elif kind == "fail":
             sink.fail(payload)
-        else:  # drop: the caller went away; nobody reads this sink any more
-            sink.close()
+        else:  # aborted: by the caller, who reads no more, or by a shutdown, whose caller must not take it as done
+            sink.fail(RequestFailed("the request was aborted"))
 
     def _emit(self, stream: _Stream, sink: PcmSink) -> None:
         audio = self._decoder.push(stream.state, np.stack(stream.pending))

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import queue
 import random
 import threading
 import time
@@ -20,12 +19,13 @@ import numpy as np
 
 from service.blocks import BlockManager
 from service.codec_output import CodecWorker, PcmSink
-from service.config import EngineSettings
-from service.errors import InvalidText, QueueFull, RequestFailed, UnknownVoice
+from service.config import EngineSettings, VoicesSettings
+from service.errors import InvalidText, QueueFull, RequestFailed
 from service.metrics import Metrics
 from service.model.builtin import resolve_model
-from service.model.prompt import PromptBuilder
-from service.model.voices import VoiceInfo, load_voices
+from service.model.normalize import normalize
+from service.model.prompt import Prompt, PromptBuilder
+from service.model.voices import VoiceInfo, Voices
 from service.runner import PagedRunner, RunnerOptions
 from service.scheduler import Scheduler
 from service.sequence import FinishReason, SamplingParams, Sequence
@@ -36,6 +36,15 @@ _LOG = logging.getLogger(__name__)
 # per text token; twice that plus two seconds leaves room for slow speech without letting a runaway go far.
 _FRAMES_PER_TEXT_TOKEN = 8
 _FRAMES_BASE = 25
+
+# chorus_requests_total's status label by how a request ended (a frame cap is a complete, if cut, reply)
+_STATUS = {
+    FinishReason.EOS: "ok",
+    FinishReason.FRAME_CAP: "ok",
+    FinishReason.ABORTED: "aborted",
+    FinishReason.REJECTED: "rejected",
+    FinishReason.ERROR: "error",
+}
 
 
 @dataclass(frozen=True)
@@ -61,11 +70,12 @@ class _Inbox:
 
 
 class Engine:
-    def __init__(self, settings: EngineSettings, metrics: Metrics | None = None):
+    def __init__(self, settings: EngineSettings, metrics: Metrics | None = None,
+                 voices: VoicesSettings | None = None):
         self.settings = settings
         self.metrics = metrics or Metrics()
         model_dir = resolve_model(settings.model)
-        self.voices: list[VoiceInfo] = load_voices(model_dir)
+        self._voices = Voices(model_dir, voices or VoicesSettings())
         self._prompts = PromptBuilder(model_dir)
         self._prompt_lock = threading.Lock()
         self._runner = PagedRunner(
@@ -104,7 +114,8 @@ class Engine:
     def _warm_up(self) -> None:
         """The first infer of each compiled model JIT-compiles its kernels (seconds on a big model): pay that here,
         with a two-frame request, not in the first room's time to first audio."""
-        seq = self._make_sequence("Hello.", None, None, None, seed=0, frame_cap=2)
+        # The bare prompt: the default voice may be one that cannot speak yet (a cloned voice).
+        seq = self._sequence(self._prompts.build("Hello."), seed=0, frame_cap=2)
         self.scheduler.add(seq)
         while self.scheduler.has_work():
             entries = self.scheduler.schedule()
@@ -129,6 +140,11 @@ class Engine:
             waiting=len(self.scheduler.waiting),
             alive=self._thread.is_alive(),
         )
+
+    @property
+    def voices(self) -> tuple[VoiceInfo, ...]:
+        """The installed voices, the default first; edits to the config file's voices section show up here."""
+        return self._voices.current()
 
     # ---- the asyncio side ------------------------------------------------------------------------------------
     async def synthesize(
@@ -170,22 +186,28 @@ class Engine:
             self._inbox.aborts.append(seq_id)
             self._inbox.wake.notify()
 
-    def _make_sequence(self, text, voice, speaker, language, seed, frame_cap: int | None = None) -> Sequence:
+    def _make_sequence(self, text, voice, speaker, language, seed) -> Sequence:
         text = text.strip()
         if not text:
             raise InvalidText("the text is empty")
-        if len(text) > self.settings.max_text_length:
+        if len(text) > self.settings.max_text_length:  # what the client sent, not what normalising made of it
             raise InvalidText(f"the text has {len(text)} characters; the limit is {self.settings.max_text_length}")
-        chosen = self._voice(voice)
-        speaker = speaker or chosen.default_speaker
-        if speaker is not None and chosen.speakers and speaker not in chosen.speakers:
-            raise UnknownVoice(f"voice {chosen.name!r} has no speaker {speaker!r}")
+        chosen = self._voices.find(voice, speaker)
+        if chosen.clip is not None:
+            raise RequestFailed(f"voice {chosen.name!r}: voice cloning needs the Base model's speaker encoder and "
+                                "speech-tokenizer encoder, which are not yet supported")
+        code = language or chosen.language  # the request's language, else the voice's; None lets the model decide
+        model_language = self._voices.model_language(code)
+        spoken = normalize(text, code)
         try:
             with self._prompt_lock:
-                prompt = self._prompts.build(text, speaker=speaker, language=chosen.model_language(language),
+                prompt = self._prompts.build(spoken, speaker=chosen.speaker, language=model_language,
                                              instruct=chosen.instruct)
         except ValueError as error:  # text that cannot be put into the prompt frame
             raise InvalidText(str(error)) from error
+        return self._sequence(prompt, seed)
+
+    def _sequence(self, prompt: Prompt, seed: int | None, frame_cap: int | None = None) -> Sequence:
         gen = self._prompts.generation
         greedy = self.settings.greedy
         if seed is None:
@@ -210,14 +232,6 @@ class Engine:
             sampling=sampling,
             frame_cap=frame_cap,
         )
-
-    def _voice(self, name: str | None) -> VoiceInfo:
-        if name is None:
-            return self.voices[0]
-        for voice in self.voices:
-            if voice.name == name:
-                return voice
-        raise UnknownVoice(f"unknown voice {name!r}; installed: {', '.join(v.name for v in self.voices)}")
 
     # ---- the engine thread -----------------------------------------------------------------------------------
     def _run(self) -> None:
@@ -266,17 +280,11 @@ class Engine:
                 self._inbox.wake.wait(timeout=1.0)
 
     def _finish(self, seq: Sequence) -> None:
-        sink = self._sinks.pop(seq.id, None)
+        with self._inbox.lock:  # stop() reads the sinks from another thread
+            sink = self._sinks.pop(seq.id, None)
         if sink is None:
             return
-        status = {
-            FinishReason.EOS: "ok",
-            FinishReason.FRAME_CAP: "ok",
-            FinishReason.ABORTED: "aborted",
-            FinishReason.REJECTED: "rejected",
-            FinishReason.ERROR: "error",
-        }[seq.finish_reason]
-        self.metrics.requests_total.labels(status=status).inc()
+        self.metrics.requests_total.labels(status=_STATUS[seq.finish_reason]).inc()
         if seq.finish_reason is FinishReason.REJECTED:
             self._codec.fail(seq.id, sink, QueueFull(seq.error or "the server is busy"))
         elif seq.finish_reason is FinishReason.ERROR:

@@ -113,7 +113,7 @@ def reference_decode(w, c, codes):
         p = f"decoder.{b}.block."
         x = snake_beta(x, w[p + "0.alpha"], w[p + "0.beta"])
         x = causal_transposed_conv(x, w[p + "1.conv.weight"], w[p + "1.conv.bias"], rate)
-        for unit, dilation in zip((2, 3, 4), (1, 3, 9)):
+        for unit, dilation in zip((2, 3, 4), (1, 3, 9), strict=True):
             r = f"{p}{unit}."
             y = snake_beta(x, w[r + "act1.alpha"], w[r + "act1.beta"])
             y = causal_conv(y, w[r + "conv1.conv.weight"], w[r + "conv1.conv.bias"], dilation)

@@ -204,7 +204,7 @@ def test_paged_f32_matches_stateful_talker(model, f32_runner):
     reference = StatefulReference(model)
     history = []
     worst = 0.0
-    for frame, (x, paged_logits, (codes, next_embeds, text)) in enumerate(zip(inputs, logits, outputs)):
+    for frame, (x, paged_logits, (codes, next_embeds, text)) in enumerate(zip(inputs, logits, outputs, strict=True)):
         ref_logits, ref_hidden = reference.talk(x)
         worst = max(worst, float(np.abs(paged_logits - ref_logits).max()))
         c0 = reference.greedy_c0(ref_logits, history, 1.05, frame)
@@ -286,7 +286,7 @@ def test_batched_scattered_blocks_match_alone(model, f32_runner):
     alone_a = run_alone(f32_runner, model, prompt_a, [1, 2], text_a, len(frames_a))
     alone_b = run_alone(f32_runner, model, prompt_b, [4, 5, 6], text_b, len(frames_b))
     for name, batched, alone in (("A", frames_a, alone_a), ("B", frames_b, alone_b)):
-        for frame, ((codes, logits), (alone_codes, alone_logits)) in enumerate(zip(batched, alone)):
+        for frame, ((codes, logits), (alone_codes, alone_logits)) in enumerate(zip(batched, alone, strict=True)):
             np.testing.assert_allclose(logits, alone_logits, atol=1e-4, err_msg=f"{name} frame {frame}")
             np.testing.assert_array_equal(codes, alone_codes, err_msg=f"{name} frame {frame}")
 
@@ -298,7 +298,7 @@ def test_batched_scattered_blocks_match_alone(model, f32_runner):
 def test_greedy_is_deterministic(model, f32_runner):
     first = greedy_trajectory(f32_runner, model, np.random.default_rng(3))
     second = greedy_trajectory(f32_runner, model, np.random.default_rng(3))
-    for (codes, embeds, _), (codes2, embeds2, _) in zip(first[2], second[2]):
+    for (codes, embeds, _), (codes2, embeds2, _) in zip(first[2], second[2], strict=True):
         np.testing.assert_array_equal(codes, codes2)
         np.testing.assert_array_equal(embeds, embeds2)
 

@@ -90,7 +90,7 @@ class KVState:
 
     def append(self, layer: int, key: ov.Output, value: ov.Output) -> tuple[ov.Output, ov.Output]:
         full = []
-        for (past, variable), new in zip(self._past[layer], (key, value)):
+        for (past, variable), new in zip(self._past[layer], (key, value), strict=True):
             reordered = op.gather(past, self._beam_idx, ints(0))
             both = op.concat([reordered, new], 2).output(0)
             self.assigns.append(op.assign(both.get_node(), variable))
