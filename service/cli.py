@@ -1,4 +1,5 @@
-"""Command line: `wyoming-chorus [flags]` serves; `wyoming-chorus synth TEXT -o OUT.wav` speaks one text to a file.
+"""Command line: `wyoming-chorus [flags]` serves; `wyoming-chorus synth TEXT -o OUT.wav` speaks one text to a file;
+`wyoming-chorus export CHECKPOINT -o MODEL_DIR` turns a Qwen3-TTS checkpoint into a model directory.
 
 Settings come from config.yaml (or --config FILE), then the flags. An invalid configuration prints one line naming
 the key and exits with 2. SIGINT/SIGTERM stop the server gracefully: withdraw the zeroconf advertisement, refuse
@@ -42,7 +43,7 @@ class Service:
 
         s = self.settings
         # Loading and compiling the model takes seconds; off the loop so signals are still handled meanwhile.
-        self.engine = await asyncio.to_thread(Engine, s.engine, self.metrics)
+        self.engine = await asyncio.to_thread(Engine, s.engine, self.metrics, s.voices)
         self.engine.start()
         if s.metrics.enabled:
             self.metrics_server = MetricsServer(
@@ -107,7 +108,7 @@ def synth(settings: Settings, args: argparse.Namespace) -> int:
 
     from service.engine import Engine
 
-    engine = Engine(settings.engine)
+    engine = Engine(settings.engine, voices=settings.voices)
     engine.start()
     codes: list | None = [] if args.save_codes else None
     try:
@@ -129,13 +130,32 @@ def synth(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- export ------------------------------------------------------------------------------------------------------
+
+def export(args: argparse.Namespace) -> int:
+    from service.model.export import ExportError, export_checkpoint  # OpenVINO and the graph builders: only here
+
+    try:
+        export_checkpoint(args.checkpoint, args.output, codec=args.codec, weights=args.weights, name=args.name)
+    except ExportError as error:
+        print(f"{PROG} export: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
 # ---- arguments ---------------------------------------------------------------------------------------------------
 
 def _common_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="configuration file instead of the embedded config.yaml")
     parser.add_argument("--model", help="model directory or builtin:tiny (engine.model)")
     parser.add_argument("--device", help="OpenVINO device: AUTO, CPU, GPU, GPU.N (engine.device)")
-    parser.add_argument("--kv-precision", help="KV cache element type: u8, f16, bf16, f32 (engine.kv_precision)")
+    parser.add_argument("--kv-precision",
+                        help="KV cache element type: u8, f16, bf16, f32 (engine.kv_precision); f32 also sets f32 "
+                        "inference unless --inference-precision is given: the exact mode, which reproduces the "
+                        "reference implementation's greedy codes")
+    parser.add_argument("--inference-precision",
+                        help="compute precision: f32, bf16, f16, or '' for the device default, which is bf16 on CPUs "
+                        "that have it (engine.inference_precision)")
     parser.add_argument("--debug", action="store_true", help="log at DEBUG level")
 
 
@@ -143,7 +163,8 @@ def _serve_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Wyoming text-to-speech server (Qwen3-TTS on OpenVINO). "
-        f"Run '{PROG} synth --help' to speak one text to a WAV file.",
+        f"Run '{PROG} synth --help' to speak one text to a WAV file, "
+        f"'{PROG} export --help' to make a model directory from a Qwen3-TTS checkpoint.",
     )
     parser.add_argument("--uri", help="where to listen, e.g. tcp://0.0.0.0:10200 (server.uri)")
     zeroconf = parser.add_mutually_exclusive_group()
@@ -168,13 +189,35 @@ def _synth_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _export_parser() -> argparse.ArgumentParser:
+    from service.model.export import WEIGHT_MODES
+
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} export",
+        description="Make a model directory from a Qwen3-TTS checkpoint directory (CustomVoice or VoiceDesign) as "
+        "downloaded from the hub: config.json, generation_config.json, model.safetensors, the tokenizer files and "
+        "speech_tokenizer/. Exits with 2 and one line naming the missing file or tensor if it is incomplete.",
+    )
+    parser.add_argument("checkpoint", type=Path, help="the checkpoint directory")
+    parser.add_argument("-o", "--output", type=Path, required=True, help="model directory to write")
+    parser.add_argument("--codec", type=Path, help="codec directory (default: CHECKPOINT/speech_tokenizer)")
+    parser.add_argument("--weights", choices=WEIGHT_MODES, default="f16",
+                        help="weight storage: f16 (default), f32 (exact), int8 or int4 (compressed, needs NNCF)")
+    parser.add_argument("--name", help="the voice name clients see (default: the output directory's name)")
+    return parser
+
+
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     """Dotted config keys set by the flags that were given."""
     flags = {
         "uri": "server.uri", "model": "engine.model", "device": "engine.device",
-        "kv_precision": "engine.kv_precision", "metrics_port": "metrics.port", "seed": "engine.seed",
+        "kv_precision": "engine.kv_precision", "inference_precision": "engine.inference_precision",
+        "metrics_port": "metrics.port", "seed": "engine.seed",
     }
     overrides = {key: getattr(args, flag) for flag, key in flags.items() if getattr(args, flag, None) is not None}
+    # An f32 cache next to bf16 arithmetic would be exact nowhere: f32 KV asks for the exact mode.
+    if (getattr(args, "kv_precision", None) or "").lower() == "f32" and args.inference_precision is None:
+        overrides["engine.inference_precision"] = "f32"
     if getattr(args, "greedy", False):
         overrides["engine.greedy"] = True
     if getattr(args, "zeroconf", None) is not None:
@@ -190,6 +233,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "export":
+        return export(_export_parser().parse_args(argv[1:]))
     is_synth = bool(argv) and argv[0] == "synth"
     args = _synth_parser().parse_args(argv[1:]) if is_synth else _serve_parser().parse_args(argv)
     try:
@@ -200,10 +245,13 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=settings.server.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    if is_synth:
-        return synth(settings, args)
     try:
+        if is_synth:
+            return synth(settings, args)
         asyncio.run(serve(settings))
+    except ConfigError as error:  # a voices section that does not fit the model: known once the model is read
+        print(f"{PROG}: config error: {error}", file=sys.stderr)
+        return 2
     except OSError as error:  # the port is taken, the socket path is not writable, ...
         print(f"{PROG}: {error}", file=sys.stderr)
         return 1

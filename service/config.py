@@ -22,6 +22,14 @@ class ConfigError(Exception):
     """An invalid configuration; the message names the key and fits on one line."""
 
 
+class _EntryError(ValueError):
+    """A check's failure inside a mapping of named entries; `key` is the dotted path below the setting."""
+
+    def __init__(self, key: str, reason: str):
+        super().__init__(reason)
+        self.key = key
+
+
 Check = Callable[[Any], Any]
 
 
@@ -114,6 +122,70 @@ def _ip_address(value: Any) -> str | None:
     return str(address)
 
 
+def _language(value: Any) -> str | None:
+    """A language code as Wyoming clients send it ("en", "de_DE"); "auto" and null leave it to the model."""
+    if value is None or value == "auto":
+        return None
+    if isinstance(value, str) and re.fullmatch(r"[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,8})*", value):
+        return value
+    raise ValueError(f"expected a language code such as en or de_DE, or auto, got {value!r}")
+
+
+def _entries(value: Any, fields: Mapping[str, Check], required: tuple[str, ...], shorthand: str | None = None):
+    """A mapping of name -> {field: value}; yields (name, checked fields). A bare string stands for `shorthand`.
+    An empty key (all entries commented out) is no entries."""
+    value = {} if value is None else value
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a mapping of names to entries, got {value!r}")
+    for name, entry in value.items():
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"expected names as non-empty strings, got {name!r}")
+        if isinstance(entry, str) and shorthand:
+            entry = {shorthand: entry}
+        if not isinstance(entry, dict):
+            raise _EntryError(name, f"expected a mapping with {', '.join(fields)}, got {entry!r}")
+        for key in entry:
+            if key not in fields:
+                raise _EntryError(f"{name}.{key}", f"unknown key; expected one of {', '.join(fields)}")
+        for key in required:
+            if key not in entry:
+                raise _EntryError(name, f"{key} is missing")
+        checked = {}
+        for key, check in fields.items():
+            try:
+                checked[key] = check(entry.get(key))
+            except ValueError as error:
+                raise _EntryError(f"{name}.{key}", str(error)) from None
+        yield name.strip(), checked
+
+
+@dataclass(frozen=True)
+class DesignVoice:
+    name: str
+    instruct: str                   # the description that makes the voice
+    language: str | None = None     # code; None: voices.language
+    speaker: str | None = None      # CustomVoice models only: the speaker the instruction styles
+
+
+@dataclass(frozen=True)
+class CloneVoice:
+    name: str
+    wav: Path                       # reference clip; relative to the config file
+    text: str                       # what the clip says
+    language: str | None = None
+
+
+def _design_voices(value: Any) -> tuple[DesignVoice, ...]:
+    fields = {"instruct": _text(), "language": _language, "speaker": _text(optional=True)}
+    return tuple(DesignVoice(name, **entry) for name, entry in _entries(value, fields, ("instruct",), "instruct"))
+
+
+def _clone_voices(value: Any) -> tuple[CloneVoice, ...]:
+    fields = {"wav": _text(), "text": _text(), "language": _language}
+    return tuple(CloneVoice(name, wav=Path(entry.pop("wav")).expanduser(), **entry)
+                 for name, entry in _entries(value, fields, ("wav", "text")))
+
+
 def _addresses(value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
         raise ValueError(f"expected a list of addresses, got {value!r}")
@@ -164,11 +236,23 @@ class MetricsSettings:
 
 
 @dataclass(frozen=True)
+class VoicesSettings:
+    default: str | None = _setting(None, _text(optional=True))
+    language: str | None = _setting(None, _language)
+    design: tuple[DesignVoice, ...] = _setting((), _design_voices)
+    clone: tuple[CloneVoice, ...] = _setting((), _clone_voices)
+    # Not a key: the file this section was read from. Relative clip paths start there, and the engine re-reads the
+    # section when the file changes. None when the settings were made in code.
+    source: Path | None = field(default=None, compare=False, metadata={"from_file": True})
+
+
+@dataclass(frozen=True)
 class Settings:
     server: ServerSettings = field(default_factory=ServerSettings)
     zeroconf: ZeroconfSettings = field(default_factory=ZeroconfSettings)
     engine: EngineSettings = field(default_factory=EngineSettings)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
+    voices: VoicesSettings = field(default_factory=VoicesSettings)
 
 
 # ---- loading ----------------------------------------------------------------------------------------------------
@@ -184,6 +268,25 @@ def default_config_path() -> Path:
 def load_settings(path: Path | None = None, overrides: Mapping[str, Any] | None = None) -> Settings:
     """Read `path` (default: the embedded config.yaml), apply dotted-key overrides ("engine.model"), validate."""
     path = path or default_config_path()
+    raw = _read(path)
+    for key, value in (overrides or {}).items():
+        section, name = key.split(".", 1)
+        raw.setdefault(section, {})
+        if isinstance(raw[section], dict):
+            raw[section][name] = value
+    settings = _build(Settings, raw, "")
+    return dataclasses.replace(settings, voices=dataclasses.replace(settings.voices, source=path))
+
+
+def load_voices(path: Path) -> VoicesSettings:
+    """Only the voices section of `path`: what the engine re-reads when the file changes."""
+    raw = _read(path).get("voices")
+    if raw is not None and not isinstance(raw, dict):
+        raise ConfigError(f"voices: expected a mapping of settings, got {raw!r}")
+    return dataclasses.replace(_build(VoicesSettings, raw or {}, "voices."), source=path)
+
+
+def _read(path: Path) -> dict:
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as error:
@@ -195,16 +298,11 @@ def load_settings(path: Path | None = None, overrides: Mapping[str, Any] | None 
     raw = {} if raw is None else raw
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping of sections at the top level")
-    for key, value in (overrides or {}).items():
-        section, name = key.split(".", 1)
-        raw.setdefault(section, {})
-        if isinstance(raw[section], dict):
-            raw[section][name] = value
-    return _build(Settings, raw, "")
+    return raw
 
 
 def _build(cls: type, raw: dict, prefix: str) -> Any:
-    known = {f.name: f for f in dataclasses.fields(cls)}
+    known = {f.name: f for f in dataclasses.fields(cls) if not f.metadata.get("from_file")}
     for key in raw:
         if key not in known:
             raise ConfigError(f"{prefix}{key}: unknown key; expected one of {', '.join(known)}")
@@ -220,6 +318,8 @@ def _build(cls: type, raw: dict, prefix: str) -> Any:
             continue
         try:
             values[name] = spec.metadata["check"](raw[name])
+        except _EntryError as error:
+            raise ConfigError(f"{key}.{error.key}: {error}") from None
         except ValueError as error:
             raise ConfigError(f"{key}: {error}") from None
     return cls(**values)

@@ -37,7 +37,7 @@ from sentence_stream import SentenceBoundaryDetector
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
 from wyoming.event import Event
-from wyoming.info import Attribution, Describe, Info, TtsProgram, TtsVoice, TtsVoiceSpeaker
+from wyoming.info import Attribution, Describe, Info, TtsProgram, TtsVoice
 from wyoming.server import AsyncEventHandler, AsyncServer
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped, SynthesizeVoice
 
@@ -56,7 +56,6 @@ class Voice(Protocol):
     name: str
     description: str
     languages: Sequence[str]
-    speakers: Sequence[str]
 
 
 class SpeechEngine(Protocol):
@@ -70,11 +69,15 @@ class SpeechEngine(Protocol):
     ) -> AsyncIterator[bytes]: ...
 
 
-def build_info(voices: Sequence[Voice]) -> Info:
+def _program_version() -> str | None:
     try:
-        program_version = version("wyoming-chorus")
+        return version("wyoming-chorus")
     except PackageNotFoundError:  # running from a source checkout that was never installed
-        program_version = None
+        return None
+
+
+def build_info(voices: Sequence[Voice], program_version: str | None) -> Info:
+    """Each voice is one TtsVoice with no speakers: a model's speakers are voices of their own."""
     return Info(
         tts=[
             TtsProgram(
@@ -91,7 +94,6 @@ def build_info(voices: Sequence[Voice]) -> Info:
                         description=voice.description,
                         version=program_version,
                         languages=list(voice.languages),
-                        speakers=[TtsVoiceSpeaker(name=s) for s in voice.speakers] or None,
                     )
                     for voice in voices
                 ],
@@ -192,7 +194,7 @@ class ChorusServer:
         self.engine = engine
         self.max_text_length = max_text_length
         self.samples_per_chunk = samples_per_chunk
-        self.info_event = build_info(engine.voices).event()
+        self.version = _program_version()
         self._wyoming = AsyncServer.from_uri(uri)
         self._handlers: set[ChorusHandler] = set()
         self._closing = False
@@ -242,7 +244,9 @@ class ChorusHandler(AsyncEventHandler):
     async def handle_event(self, event: Event) -> bool:
         try:
             if Describe.is_type(event.type):
-                await self.write_event(self._server.info_event)
+                # Built per Describe: voices added to the config file since the start are listed at once.
+                info = build_info(self._server.engine.voices, self._server.version)
+                await self.write_event(info.event())
             elif Synthesize.is_type(event.type):
                 self._on_synthesize(event)
             elif SynthesizeStart.is_type(event.type):

@@ -88,7 +88,8 @@ async def test_describe_lists_the_chorus_program_and_the_engines_voices(chorus):
     for voice, engine_voice in zip(program.voices, engine_voices, strict=True):
         assert voice.installed and voice.description == engine_voice.description
         assert voice.languages == list(engine_voice.languages)
-        assert [s.name for s in voice.speakers or []] == list(engine_voice.speakers)
+        assert voice.speakers is None  # a model's speakers are voices of their own
+    assert [v.name for v in program.voices] == ["ryan", "serena", "eric"]  # the tiny model's speakers
 
 
 # ---- one-shot ----------------------------------------------------------------------------------------------------
@@ -102,10 +103,11 @@ async def test_synthesize_replies_with_audio_in_small_chunks(chorus):
 
 
 async def test_voice_and_speaker_from_info_are_accepted(chorus):
-    voice = chorus.service.engine.voices[0]
-    speaker = voice.speakers[0] if voice.speakers else None
-    events = await send(chorus.port, Synthesize(SENTENCE, voice=SynthesizeVoice(voice.name, speaker=speaker)).event())
-    assert len(audio(events)) > 0
+    voice = chorus.service.engine.voices[-1]
+    for requested in (SynthesizeVoice(voice.name), SynthesizeVoice(voice.name, speaker=voice.speaker),
+                      SynthesizeVoice("tiny", speaker=voice.speaker)):  # the model's name: the earlier single voice
+        events = await send(chorus.port, Synthesize(SENTENCE, voice=requested).event())
+        assert len(audio(events)) > 0
 
 
 async def test_voice_null_means_the_default_voice(chorus):
