@@ -64,6 +64,7 @@ class _Inbox:
     wake: threading.Condition = field(init=False)
     new: list[Sequence] = field(default_factory=list)
     aborts: list[int] = field(default_factory=list)
+    promotions: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.wake = threading.Condition(self.lock)
@@ -155,13 +156,17 @@ class Engine:
         language: str | None = None,
         seed: int | None = None,
         codes_out: list[np.ndarray] | None = None,
+        needed: asyncio.Event | None = None,
     ) -> AsyncIterator[bytes]:
         """Yields int16 little-endian mono PCM at `sample_rate` as it is generated.
 
         Closing the iterator early (or cancelling the task that reads it) aborts the request; its blocks are freed
         at the next step boundary. `codes_out`, when given, receives each frame's 16 codes (for --save-codes).
+        `needed`, when given and not yet set, marks audio generated ahead of need: the scheduler runs it only where
+        it takes no place another request waits for, until the event is set.
         """
         seq = await asyncio.to_thread(self._make_sequence, text, voice, speaker, language, seed)
+        seq.deferred = needed is not None and not needed.is_set()
         sink = PcmSink(asyncio.get_running_loop(), time.monotonic(), codes_out)
         with self._inbox.lock:
             if not self._thread.is_alive() or self._stopping.is_set():
@@ -169,17 +174,27 @@ class Engine:
             self._sinks[seq.id] = sink
             self._inbox.new.append(seq)
             self._inbox.wake.notify()
+        promoter = asyncio.create_task(self._promote_when(needed, seq.id)) if seq.deferred else None
         try:
             async for chunk in sink:
                 if chunk is None:
                     return
                 if not sink.first_audio_seen:
                     sink.first_audio_seen = True
-                    self.metrics.time_to_first_audio.observe(time.monotonic() - sink.submitted)
+                    if promoter is None:  # audio made ahead of need says nothing of how long a listener waited
+                        self.metrics.time_to_first_audio.observe(time.monotonic() - sink.submitted)
                 yield chunk
         finally:
+            if promoter is not None:
+                promoter.cancel()
             if not sink.done:  # the caller stopped reading or was cancelled
                 self.abort(seq.id)
+
+    async def _promote_when(self, needed: asyncio.Event, seq_id: int) -> None:
+        await needed.wait()
+        with self._inbox.lock:
+            self._inbox.promotions.append(seq_id)
+            self._inbox.wake.notify()
 
     def abort(self, seq_id: int) -> None:
         with self._inbox.lock:
@@ -263,10 +278,13 @@ class Engine:
         with self._inbox.lock:
             new, self._inbox.new = self._inbox.new, []
             aborts, self._inbox.aborts = self._inbox.aborts, []
+            promotions, self._inbox.promotions = self._inbox.promotions, []
             stopping = self._stopping.is_set()
         for seq in new:
             if not self.scheduler.add(seq):  # refused on the spot: queue full, or it could never fit the pool
                 self._finish(seq)
+        for seq_id in promotions:
+            self.scheduler.promote(seq_id)
         if aborts:
             for seq in self.scheduler.finish_requests(aborts, FinishReason.ABORTED):
                 self._finish(seq)
@@ -276,7 +294,7 @@ class Engine:
         self.scheduler.check_integrity()
         self._update_gauges()
         with self._inbox.lock:
-            if not self._inbox.new and not self._inbox.aborts and not self._stopping.is_set():
+            if not (self._inbox.new or self._inbox.aborts or self._inbox.promotions or self._stopping.is_set()):
                 self._inbox.wake.wait(timeout=1.0)
 
     def _finish(self, seq: Sequence) -> None:

@@ -77,12 +77,14 @@ class Scheduler:
         be mid-prefill, since a partial chunk always uses up the budget and so stops admission: every decode is thus
         scheduled before any prefill chunk, and the budget (at least max_running) covers all of them. When the pool
         is dry the most recently admitted running request is preempted (blocks freed, back to the front of
-        waiting, recomputed from row 0 later) until the allocation fits; that may be the requester itself. Then,
-        unless this step preempted (re-admitting a victim at once would only thrash), waiting requests are admitted
-        strictly in order while the running cap, the remaining budget and the free blocks allow, each with a first
-        prefill chunk; the static policy admits only into an empty batch. An entry emits a frame when its chunk
+        waiting, recomputed from row 0 later) until the allocation fits; that may be the requester itself. A full
+        batch also gives up its newest deferred request (audio generated ahead of need) when a needed one waits.
+        Then, unless this step preempted (re-admitting a victim at once would only thrash), waiting requests are
+        admitted in order, needed ones before deferred ones, while the running cap, the remaining budget and the free
+        blocks allow, each with a first prefill chunk; the static policy admits only into an empty batch. An entry emits a frame when its chunk
         reaches the request's last row."""
         self._preempted = []
+        self._make_room_for_urgent()
         entries: list[ScheduledEntry] = []
         budget = self.token_budget
         for seq in list(self.running):
@@ -99,11 +101,11 @@ class Scheduler:
                 budget -= num_new
         if not self._preempted and (self.policy is Policy.CONTINUOUS or not self.running):
             while self.waiting and len(self.running) < self.max_running and budget > 0:
-                seq = self.waiting[0]
+                seq = self._next_waiting()
                 num_new = min(seq.num_uncomputed, budget)
                 if self.blocks.allocate(seq, num_new) is None:
                     break  # later arrivals wait behind it: admission stays in arrival order
-                self.waiting.popleft()
+                self.waiting.remove(seq)
                 seq.status = SequenceStatus.RUNNING
                 self.running.append(seq)
                 entries.append(self._entry(seq, num_new))
@@ -129,6 +131,22 @@ class Scheduler:
                 self._retire(seq, FinishReason.FRAME_CAP)
                 result.finished.append(seq)
         return result
+
+    def promote(self, seq_id: int) -> None:
+        """Its audio is needed now: from here on it is admitted and kept like any other request."""
+        if seq_id in self.requests:
+            self.requests[seq_id].deferred = False
+
+    def _next_waiting(self) -> Sequence:
+        """The oldest waiting request that is needed now, else the oldest deferred one."""
+        return next((seq for seq in self.waiting if not seq.deferred), self.waiting[0])
+
+    def _make_room_for_urgent(self) -> None:
+        """A full batch gives up its newest deferred request when a needed one waits (recomputed later)."""
+        if len(self.running) >= self.max_running and any(not seq.deferred for seq in self.waiting):
+            victim = next((seq for seq in reversed(self.running) if seq.deferred), None)
+            if victim is not None:
+                self._preempt(victim)
 
     def finish_requests(self, ids: Iterable[int], reason: FinishReason, error: str | None = None) -> list[Sequence]:
         """The one abort path (call it between steps): finishes the live requests among ids and frees their blocks.

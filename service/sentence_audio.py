@@ -26,9 +26,10 @@ async def sentence_audio(engine: Any, sentences: AsyncIterator[str], voice: Any,
     streams: asyncio.Queue = asyncio.Queue()  # one queue of PCM per sentence, in order; then _END or an error
     tasks: list[asyncio.Task] = []
 
-    async def generate(sentence: str, out: asyncio.Queue) -> None:
+    async def generate(sentence: str, out: asyncio.Queue, needed: asyncio.Event) -> None:
         try:
-            chunks = engine.synthesize(sentence, voice=voice.name, speaker=voice.speaker, language=voice.language)
+            chunks = engine.synthesize(sentence, voice=voice.name, speaker=voice.speaker, language=voice.language,
+                                       needed=needed)
             async with contextlib.aclosing(chunks):
                 async for pcm in chunks:
                     out.put_nowait(pcm)
@@ -41,17 +42,25 @@ async def sentence_audio(engine: Any, sentences: AsyncIterator[str], voice: Any,
             async for sentence in sentences:
                 await slots.acquire()
                 out: asyncio.Queue = asyncio.Queue()
-                tasks.append(asyncio.create_task(generate(sentence, out)))
-                streams.put_nowait(out)
+                needed = asyncio.Event()
+                if streams.empty() and not reading.is_set():
+                    needed.set()  # nothing of this reply is queued before it: the listener waits for it now
+                tasks.append(asyncio.create_task(generate(sentence, out, needed)))
+                streams.put_nowait((out, needed))
             streams.put_nowait(_END)
         except Exception as error:
             streams.put_nowait(error)
 
+    reading = asyncio.Event()  # set while the reader is inside a sentence's audio
     tasks.append(asyncio.create_task(feed()))
     try:
-        while (out := await _next(streams)) is not _END:
+        while (stream := await _next(streams)) is not _END:
+            out, needed = stream
+            needed.set()  # its turn: from now on the listener waits for this sentence
+            reading.set()
             while (pcm := await _next(out)) is not _END:
                 yield pcm
+            reading.clear()
             slots.release()
     finally:
         for task in tasks:

@@ -70,6 +70,9 @@ class Sequence:
             raise ValueError(f"frame_cap must be at least 1, got {frame_cap}")
         self.id = seq_id
         self.arrival = next(_arrivals)
+        # Generated ahead of need (a reply's next sentence while the current one is heard): admitted only when no
+        # other request waits, and the first to give its place up to one that does. promote() ends it.
+        self.deferred = False
         self.trailing_text = np.asarray(trailing_text, dtype=np.float32)
         self.pad_text = np.asarray(pad_text, dtype=np.float32)
         self.frame_cap = frame_cap

@@ -343,6 +343,57 @@ def test_chunked_prefill_keeps_to_the_budget_and_never_stalls_decodes():
     rec.assert_frames(3, 5)
 
 
+def test_a_deferred_request_waits_behind_later_needed_ones():
+    sched, runner = make(max_running=1)
+    rec = Recorder(sched, runner)
+    ahead = make_seq(1, 3, 2)
+    ahead.deferred = True
+    sched.add(ahead)
+    sched.add(make_seq(2, 3, 2))
+    entries, _ = rec.step()
+    assert ids(entries) == [2]  # arrived later, but needed now
+    rec.run()
+    rec.assert_frames(1, 2)
+    rec.assert_frames(2, 2)
+
+
+def test_a_full_batch_gives_up_its_deferred_request_to_a_needed_one():
+    sched, runner = make(max_running=2)
+    rec = Recorder(sched, runner)
+    sched.add(make_seq(1, 3, 6))
+    ahead = make_seq(2, 3, 6)
+    ahead.deferred = True
+    sched.add(ahead)
+    rec.step()
+    rec.step()
+    assert seq_ids(sched.running) == [1, 2]
+    sched.add(make_seq(3, 3, 6))
+    rec.step()  # this step preempts the deferred request ...
+    assert rec.preempted == [2] and seq_ids(sched.waiting) == [2, 3]
+    entries, _ = rec.step()  # ... and the next admits the needed one ahead of it
+    assert 3 in ids(entries) and 2 not in ids(entries)
+    rec.run()
+    for seq_id in (1, 2, 3):
+        rec.assert_frames(seq_id, 6)  # recomputed, nothing repeated or lost
+
+
+def test_a_promoted_request_keeps_its_place():
+    sched, runner = make(max_running=2)
+    rec = Recorder(sched, runner)
+    sched.add(make_seq(1, 3, 6))
+    ahead = make_seq(2, 3, 6)
+    ahead.deferred = True
+    sched.add(ahead)
+    rec.step()
+    sched.promote(2)
+    sched.add(make_seq(3, 3, 6))
+    rec.step()
+    rec.step()
+    assert rec.preempted == [] and seq_ids(sched.running) == [1, 2]
+    rec.run()
+    rec.assert_frames(3, 6)
+
+
 def test_rejects_a_budget_smaller_than_the_batch():
     with pytest.raises(ValueError):
         Scheduler(BlockManager(8, 4), max_running=16, max_waiting=4, token_budget=8)
@@ -368,6 +419,7 @@ class RandomOperations(RuleBasedStateMachine):
     def arrive(self, data):
         seq_id = len(self.seqs)
         seq = make_seq(seq_id, data.draw(st.integers(1, self.most)), data.draw(st.integers(1, self.most)))
+        seq.deferred = data.draw(st.booleans())
         eos = data.draw(st.none() | st.integers(0, self.most))
         if eos is not None:
             self.eos_at[seq_id] = eos
@@ -384,6 +436,11 @@ class RandomOperations(RuleBasedStateMachine):
     @rule(data=st.data())
     def abort(self, data):
         self.sched.finish_requests([data.draw(st.sampled_from(sorted(self.seqs)))], FinishReason.ABORTED)
+
+    @precondition(lambda self: self.seqs)
+    @rule(data=st.data())
+    def promote(self, data):
+        self.sched.promote(data.draw(st.sampled_from(sorted(self.seqs))))
 
     @rule()
     def step(self):

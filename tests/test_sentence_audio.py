@@ -61,3 +61,21 @@ async def test_closing_early_aborts_every_running_sentence(engine):
             break
         await asyncio.sleep(0.02)
     assert engine.stats().blocks_used == 0
+
+
+async def test_a_sentence_made_ahead_gives_its_place_to_another_room():
+    engine = Engine(EngineSettings(seed=5, max_batch=2))
+    engine.start()
+    try:
+        reply = sentence_audio(engine, _sentences(SENTENCES[:2]), SynthesizeVoice())
+        first = await anext(reply)
+        while engine.stats().running < 2:  # the reply's second sentence runs ahead of need
+            await asyncio.sleep(0.01)
+        before = engine.metrics.preemptions_total._value.get()
+        other_room = await _alone(engine, "Hello.")
+        assert other_room and engine.metrics.preemptions_total._value.get() == before + 1
+        rest = b"".join([chunk async for chunk in reply])
+        assert first and rest
+        assert engine.stats().blocks_used == 0
+    finally:
+        engine.stop()
