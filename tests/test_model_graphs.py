@@ -21,7 +21,7 @@ from service.model.prompt import PromptBuilder
 from service.model.talker import build_talker
 from service.model.text import build_text
 from service.model.tokenizer import special_token_ids, train_tokenizer
-from tests.reference_numpy import CodePredictor, Talker, text_embeds
+from reference_numpy import CodePredictor, Talker, text_embeds
 
 EXACT = {"INFERENCE_PRECISION_HINT": "f32", "KV_CACHE_PRECISION": "f32"}
 TOLERANCE = 1e-4
