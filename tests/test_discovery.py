@@ -9,7 +9,6 @@ import ipaddress
 import os
 import signal
 import sys
-from pathlib import Path
 
 import pytest
 from wyoming.client import AsyncTcpClient
@@ -19,8 +18,6 @@ from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZerocon
 
 from conftest import free_port
 from service.discovery import SERVICE_TYPE, Advertisement, advertised_address, primary_address
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 def test_the_primary_address_is_a_real_interface_address():
@@ -83,7 +80,8 @@ async def test_the_server_is_found_with_a_usable_address_and_withdrawn_on_sigter
     browser = Browser(name)
     server = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "service", "--config", str(config), "--uri", f"tcp://0.0.0.0:{port}",
-        "--zeroconf", name, cwd=REPO, stderr=asyncio.subprocess.PIPE,
+        # Outside the source tree, which `-m` would import instead of the installed package (it lacks the built runner).
+        "--zeroconf", name, cwd=tmp_path, stderr=asyncio.subprocess.PIPE,
     )
     try:
         await asyncio.wait_for(browser.added.wait(), 300)  # includes loading (maybe building) the tiny model
