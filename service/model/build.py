@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -34,32 +34,32 @@ _TEXT_IDS = {"im_start": "im_start_token_id", "im_end": "im_end_token_id", "tts_
 def write_model_dir(out_dir, talker_weights: Mapping[str, np.ndarray], config: Mapping,
                     codec_weights: Mapping[str, np.ndarray], codec_config: Mapping, tokenizer_json: str,
                     weight_dtype: str = "f32", *, name: str | None = None,
-                    generation: Mapping | None = None) -> Path:
+                    generation: Mapping | None = None, on_stage: Callable[[str], None] | None = None) -> Path:
     """Build every graph and write MODEL_DIR. weight_dtype "f16" stores graph constants in f16, "f32" exactly.
 
     `generation` overrides the sampling defaults (a checkpoint's generation_config.json); `name` defaults to the
-    directory name.
+    directory name; `on_stage(label)` is told before each part (building a real-size talker takes a while).
     """
-    out = Path(out_dir)
-    write_talker_side(out, talker_weights, config, tokenizer_json, weight_dtype)
-    decoder_config = require(codec_config, "decoder_config", "the speech tokenizer config")
-    _save(build_codec_decoder(codec_weights, decoder_config), out / "codec_decoder.xml", weight_dtype)
-    write_manifest(out, config, codec_config, name or out.name, generation)
-    return out
-
-
-def write_talker_side(out: Path, weights: Mapping[str, np.ndarray], config: Mapping, tokenizer_json: str,
-                      weight_dtype: str) -> None:
-    """Everything but the codec decoder and the manifest: the three language-model graphs, the embedding tables
-    the native runner gathers from, and the tokenizer."""
     if weight_dtype not in WEIGHT_DTYPES:
         raise ValueError(f"weight_dtype must be one of {WEIGHT_DTYPES}, not {weight_dtype!r}")
+    out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _save(build_talker(weights, config), out / "talker.xml", weight_dtype)
-    _save(build_code_predictor(weights, config), out / "code_predictor.xml", weight_dtype)
-    _save(build_text(weights, config), out / "text.xml", weight_dtype)
-    save_file(_embedding_tables(weights, config), str(out / "embeddings.safetensors"))
+    stage = on_stage or (lambda label: None)
+    # The codec first: it is the quickest graph, so codec weights that do not fit fail before the long part.
+    stage("codec decoder graph")
+    decoder_config = require(codec_config, "decoder_config", "the speech tokenizer config")
+    _save(build_codec_decoder(codec_weights, decoder_config), out / "codec_decoder.xml", weight_dtype)
+    stage("talker graph")
+    _save(build_talker(talker_weights, config), out / "talker.xml", weight_dtype)
+    stage("code predictor graph")
+    _save(build_code_predictor(talker_weights, config), out / "code_predictor.xml", weight_dtype)
+    stage("text embedding graph")
+    _save(build_text(talker_weights, config), out / "text.xml", weight_dtype)
+    # The tables the native runner gathers from, the tokenizer, and last the manifest that marks the directory done.
+    save_file(_embedding_tables(talker_weights, config), str(out / "embeddings.safetensors"))
     (out / "tokenizer.json").write_text(tokenizer_json, encoding="utf-8")
+    write_manifest(out, config, codec_config, name or out.name, generation)
+    return out
 
 
 def write_manifest(out: Path, config: Mapping, codec_config: Mapping, name: str,
