@@ -1,0 +1,145 @@
+"""`wyoming-chorus export` on checkpoints in the hub layout, made here without torch: sharded float32 and bfloat16
+weights, the slow-tokenizer files, and incomplete checkpoints (one line naming what is missing, exit code 2).
+tests/test_fidelity.py checks exported models against the reference implementation itself."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file, save_file
+from tokenizers import Tokenizer
+
+from service.cli import main
+from service.model.codec_random import CODEC_PRESETS, random_codec_decoder_weights
+from service.model.export import ExportError, export_checkpoint
+from service.model.presets import random_talker_weights, talker_config
+from service.model.tokenizer import special_token_ids, train_tokenizer
+from hub_layout import write_bf16_safetensors, write_shards, write_tokenizer_files
+
+SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|tts_pad|>", "<|tts_text_bos|>", "<|tts_text_eod|>"]
+TEXT_KEYS = {"im_start_token_id": "<|im_start|>", "im_end_token_id": "<|im_end|>", "tts_pad_token_id": "<|tts_pad|>",
+             "tts_bos_token_id": "<|tts_text_bos|>", "tts_eos_token_id": "<|tts_text_eod|>"}
+GENERATION = {"do_sample": True, "temperature": 0.7, "top_k": 30, "top_p": 0.95, "repetition_penalty": 1.1,
+              "subtalker_dosample": False, "subtalker_temperature": 0.9, "subtalker_top_k": 50,
+              "subtalker_top_p": 1.0, "max_new_tokens": 8192}
+
+
+def write_checkpoint(out: Path, bf16: bool = False) -> tuple[dict[str, np.ndarray], str]:
+    """A tiny CustomVoice checkpoint: talker weights sharded in two float32 files (or one bfloat16 file), the
+    codec with an encoder tensor the exporter must skip. Returns the talker weights as stored, and the tokenizer."""
+    out.mkdir(parents=True)
+    tokenizer_json = train_tokenizer(384, SPECIAL)
+    write_tokenizer_files(out, tokenizer_json)
+    ids = special_token_ids(tokenizer_json, SPECIAL)
+    config = talker_config("tiny", {key: ids[token] for key, token in TEXT_KEYS.items()})
+    (out / "config.json").write_text(json.dumps(config))
+    (out / "generation_config.json").write_text(json.dumps(GENERATION))
+    weights = random_talker_weights(config, np.random.default_rng(0))
+    weights["speaker_encoder.fc.weight"] = np.zeros((4, 4), np.float32)  # not the talker's: ignored
+    if bf16:
+        weights = write_bf16_safetensors(out / "model.safetensors", weights)
+    else:
+        write_shards(out, weights, 2)
+    codec = out / "speech_tokenizer"
+    codec.mkdir()
+    (codec / "config.json").write_text(json.dumps({"model_type": "qwen3_tts_tokenizer_12hz",
+                                                   "decoder_config": CODEC_PRESETS["tiny"],
+                                                   "output_sample_rate": 24000}))
+    codec_weights = random_codec_decoder_weights(CODEC_PRESETS["tiny"], np.random.default_rng(1))
+    save_file({**codec_weights, "encoder.downsample.conv.weight": np.zeros((2, 2, 4), np.float32)},
+              str(codec / "model.safetensors"))
+    return weights, tokenizer_json
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("hub") / "checkpoint"
+    write_checkpoint(path)
+    return path
+
+
+def test_export_of_a_sharded_checkpoint(checkpoint, tmp_path):
+    out = export_checkpoint(checkpoint, tmp_path / "model", weights="f32", name="tiny-voice", log=None)
+    manifest = json.loads((out / "chorus.json").read_text())
+    assert manifest["name"] == "tiny-voice" and manifest["model_type"] == "custom_voice"
+    assert manifest["speakers"] == {"ryan": 3000, "serena": 3001, "eric": 3002}
+    generation = manifest["generation"]
+    assert (generation["temperature"], generation["top_k"], generation["top_p"]) == (0.7, 30, 0.95)
+    assert generation["repetition_penalty"] == 1.1
+    assert generation["subtalker_temperature"] == 0.0  # subtalker_dosample false: greedy
+    for name in ("talker", "code_predictor", "text", "codec_decoder"):
+        assert (out / f"{name}.xml").is_file() and (out / f"{name}.bin").is_file()
+
+
+def test_tokenizer_from_the_slow_files_matches_the_original(checkpoint, tmp_path):
+    """vocab.json + merges.txt + tokenizer_config.json become a tokenizer.json that encodes like the one they were
+    written from (the special tokens included)."""
+    out = export_checkpoint(checkpoint, tmp_path / "model", weights="f32", log=None)
+    original = Tokenizer.from_str(train_tokenizer(384, SPECIAL))
+    exported = Tokenizer.from_file(str(out / "tokenizer.json"))
+    for text in ["Turn on the kitchen lights.", "  spaces\n\nnewlines\r\n", "Straße 今天 🙂 3.14 don't",
+                 "<|im_start|>assistant\nHi<|im_end|>\n<|tts_pad|>"]:
+        assert exported.encode(text, add_special_tokens=False).ids == original.encode(text, add_special_tokens=False).ids
+
+
+def test_bf16_checkpoint_is_widened_exactly(tmp_path):
+    weights, _ = write_checkpoint(tmp_path / "checkpoint", bf16=True)
+    out = export_checkpoint(tmp_path / "checkpoint", tmp_path / "model", weights="f32", log=None)
+    tables = load_file(str(out / "embeddings.safetensors"))
+    np.testing.assert_array_equal(tables["codec_embedding"], weights["talker.model.codec_embedding.weight"])
+    np.testing.assert_array_equal(tables["cp_codec_embedding"][3],
+                                  weights["talker.code_predictor.model.codec_embedding.3.weight"])
+
+
+def _broken(checkpoint: Path, tmp_path: Path, damage) -> Path:
+    broken = tmp_path / "broken"
+    shutil.copytree(checkpoint, broken)
+    damage(broken)
+    return broken
+
+
+def _drop_tensor(directory: Path, name: str, reshape: bool = False) -> None:
+    index = json.loads((directory / "model.safetensors.index.json").read_text())
+    shard = directory / index["weight_map"][name]
+    tensors = load_file(str(shard))
+    value = tensors.pop(name)
+    if reshape:
+        tensors[name] = value[:-1]
+    save_file(tensors, str(shard))
+
+
+BROKEN = {
+    "generation_config.json": lambda d: (d / "generation_config.json").unlink(),
+    "merges.txt": lambda d: (d / "merges.txt").unlink(),
+    "speech_tokenizer/config.json": lambda d: (d / "speech_tokenizer" / "config.json").unlink(),
+    "model-00002-of-00002.safetensors": lambda d: (d / "model-00002-of-00002.safetensors").unlink(),
+    "talker.codec_head.weight": lambda d: _drop_tensor(d, "talker.codec_head.weight"),
+    "has shape": lambda d: _drop_tensor(d, "talker.model.norm.weight", reshape=True),
+    "decoder.pre_conv.conv.weight": lambda d: save_file(
+        {k: v for k, v in load_file(str(d / "speech_tokenizer" / "model.safetensors")).items()
+         if k != "decoder.pre_conv.conv.weight"}, str(d / "speech_tokenizer" / "model.safetensors")),
+    "'base' is not supported": lambda d: (d / "config.json").write_text(
+        json.dumps({**json.loads((d / "config.json").read_text()), "tts_model_type": "base"})),
+}
+
+
+@pytest.mark.parametrize("expected", BROKEN)
+def test_incomplete_checkpoint_fails_with_one_line(checkpoint, tmp_path, capsys, expected):
+    broken = _broken(checkpoint, tmp_path, BROKEN[expected])
+    assert main(["export", str(broken), "-o", str(tmp_path / "model")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and expected in error, error
+
+
+def test_compressed_weights_need_nncf_or_run(checkpoint, tmp_path):
+    try:
+        import nncf  # noqa: F401
+    except ImportError:
+        with pytest.raises(ExportError, match="NNCF"):
+            export_checkpoint(checkpoint, tmp_path / "model", weights="int8", log=None)
+        return
+    out = export_checkpoint(checkpoint, tmp_path / "model", weights="int8", log=None)
+    assert json.loads((out / "chorus.json").read_text())["weights"] == "int8"
