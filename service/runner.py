@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import openvino  # also loads libopenvino before the extension that links against it
+import openvino  # noqa: F401  (loads libopenvino before the extension that links against it)
 from safetensors.numpy import load_file
 
 from service import _native
@@ -36,7 +36,6 @@ class PagedRunner:
         self.eos_id = int(manifest["codec_ids"]["eos"])
         self.min_new_tokens = int(manifest["generation"].get("min_new_tokens", 2))
         vocab = int(manifest["codec_vocab_size"])
-        self.inference_precision = _inference_precision(options, manifest.get("weights"))
         self._native = _native.Runner(
             str(model_dir / "talker.xml"),
             str(model_dir / "code_predictor.xml"),
@@ -44,7 +43,7 @@ class PagedRunner:
             np.ascontiguousarray(embeddings["cp_codec_embedding"], dtype=np.float32),
             options.device,
             options.kv_precision,
-            self.inference_precision,
+            options.inference_precision,
             options.num_blocks,
             options.kv_cache_bytes,
             self.eos_id,
@@ -88,24 +87,6 @@ class PagedRunner:
             want_logits,
         )
         return StepOutput(codes=codes, is_eos=is_eos.astype(bool), next_embeds=next_embeds, logits=logits)
-
-
-def _inference_precision(options: RunnerOptions, weights: str | None) -> str:
-    """The hint the runner compiles with: the one asked for, else f32 for INT8/INT4 weights on CPU (unless the KV
-    cache is bf16).
-
-    Compressed weights are fast on CPU only under an f32 hint: the plugin then quantises the activations on the fly
-    and runs integer matmuls. Under its bf16 default it loses the fused MLP and is slower than f16 weights from
-    batch 4 up (shared/notes/openvino-paged-attention.md, "Weight precision at real 0.6B dims"). The GPU keeps its
-    own default. `weights` is chorus.json's "weights" (absent for float weights, see service/model/compress.py).
-    """
-    # A bf16 KV cache fails to compile under an f32 hint: one asked for keeps the plugin default.
-    if options.inference_precision or weights is None or options.kv_precision == "bf16":
-        return options.inference_precision
-    # AUTO resolves as native/device.cpp resolve_device does: GPU when there is one.
-    on_cpu = options.device == "CPU" or (
-        options.device == "AUTO" and not any(d.startswith("GPU") for d in openvino.Core().available_devices))
-    return "f32" if on_cpu else ""
 
 
 def _flat(arrays: list[np.ndarray]) -> np.ndarray:

@@ -1,0 +1,87 @@
+"""Weight compression of a model directory (service/model/compress.py) on a copy of the built-in tiny model."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from service.model.builtin import resolve_model
+from service.model.compress import compress_model_dir
+from service.runner import PagedRunner, RunnerOptions
+from service.scheduler import ScheduledEntry
+from service.sequence import SamplingParams, Sequence, StepOutput
+
+pytest.importorskip("nncf", reason="weight compression needs the optional extra: pip install '.[compress]'")
+
+# INT8 per-channel weights (and the plugin's on-the-fly INT8 activations) against f32: the tiny model's logits move by
+# under 1% of their largest magnitude; the bound leaves room. (At 0.6B dims: ~3.5%, scripts/compress_fidelity.py.)
+TOLERANCE = 0.02
+EXACT = RunnerOptions(device="CPU", kv_precision="f32", inference_precision="f32", num_blocks=4)
+
+
+@pytest.fixture(scope="module")
+def original():
+    return resolve_model("builtin:tiny")
+
+
+@pytest.fixture(scope="module")
+def compressed(tmp_path_factory, original):
+    directory = tmp_path_factory.mktemp("int8") / "tiny"
+    shutil.copytree(original, directory)
+    sizes = compress_model_dir(directory, "int8")
+    return directory, sizes
+
+
+def prefill(directory, options: RunnerOptions) -> StepOutput:
+    """One 20-row prompt (one block) prefilled through the native runner: codes and raw talker logits."""
+    runner = PagedRunner(directory, options)
+    hidden = runner.hidden_size
+    prompt = np.random.default_rng(0).normal(0, 1, (20, hidden)).astype(np.float32)
+    seq = Sequence(0, prompt, np.zeros((0, hidden), np.float32), np.zeros(hidden, np.float32), 4, SamplingParams())
+    seq.block_table = [0]
+    return runner.step([ScheduledEntry(seq, 0, len(prompt), True)], want_logits=True)
+
+
+def test_int8_keeps_talker_logits_close(original, compressed):
+    directory, _ = compressed
+    reference = prefill(original, EXACT).logits
+    logits = prefill(directory, EXACT).logits
+    assert np.abs(logits - reference).max() <= TOLERANCE * np.abs(reference).max()
+    assert not np.array_equal(logits, reference)  # the weights did change
+
+
+def test_manifest_records_the_mode_and_every_graph_shrinks(original, compressed):
+    directory, sizes = compressed
+    assert json.loads((directory / "chorus.json").read_text())["weights"] == "int8"
+    assert "weights" not in json.loads((original / "chorus.json").read_text())
+    for graph in ("talker", "code_predictor", "text"):
+        before, after = sizes[graph]
+        assert after < before * 0.6, graph
+        assert after == (directory / f"{graph}.xml").stat().st_size + (directory / f"{graph}.bin").stat().st_size
+    assert sizes["total"][1] < sizes["total"][0]
+    assert not list(directory.glob(".*"))  # no staging file left behind
+
+
+def test_the_runner_serves_the_compressed_dir_with_plugin_defaults(compressed):
+    directory, _ = compressed
+    codes = prefill(directory, RunnerOptions(device="CPU", num_blocks=4)).codes
+    assert codes.shape == (1, 16) and codes.min() >= 0 and codes[0, 1:].max() < 2048
+
+
+def test_compressing_twice_or_an_unknown_mode_is_refused(original, compressed):
+    directory, _ = compressed
+    with pytest.raises(ValueError, match="already has int8 weights"):
+        compress_model_dir(directory, "int8")
+    with pytest.raises(ValueError, match="mode must be one of"):
+        compress_model_dir(original, "int3")
+
+
+def test_int4_compresses_with_a_group_that_fits_the_tiny_dims(tmp_path, original):
+    directory = tmp_path / "tiny"
+    shutil.copytree(original, directory)
+    sizes = compress_model_dir(directory, "int4", group_size=16)
+    assert sizes["talker"][1] < sizes["talker"][0] * 0.6
+    assert json.loads((directory / "chorus.json").read_text())["weights"] == "int4"
+    assert prefill(directory, RunnerOptions(device="CPU", num_blocks=4)).codes.shape == (1, 16)
