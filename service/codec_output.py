@@ -40,13 +40,19 @@ class PcmSink:
             self.codes_out.append(np.array(codes, dtype=np.int32))
 
     def put(self, chunk: bytes) -> None:
-        self._loop.call_soon_threadsafe(self._queue.put_nowait, chunk)
+        self._send(chunk)
 
     def close(self) -> None:
-        self._loop.call_soon_threadsafe(self._queue.put_nowait, None)
+        self._send(None)
 
     def fail(self, error: Exception) -> None:
-        self._loop.call_soon_threadsafe(self._queue.put_nowait, error)
+        self._send(error)
+
+    def _send(self, item: bytes | Exception | None) -> None:
+        try:
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
+        except RuntimeError:  # the reader's event loop has closed: nobody is left to hear this request
+            pass
 
     async def __aiter__(self) -> AsyncIterator[bytes | None]:
         while True:

@@ -157,3 +157,15 @@ def test_engine_settings_reach_the_runner():
     engine = Engine(replace(EngineSettings(), max_cache_blocks=9, kv_precision="bf16"))
     assert engine.stats().blocks_total == 9
     assert engine._runner.kv_precision in ("bf16", "f16")
+
+
+def test_a_reader_whose_event_loop_has_closed_does_not_stop_the_engine(engine):
+    async def abandon():
+        stream = engine.synthesize(LONG)
+        await anext(stream)
+        await stream.aclose()
+
+    asyncio.run(abandon())  # its loop is gone before the engine has delivered the abort
+    time.sleep(0.5)
+    pcm, codes, _, _ = asyncio.run(asyncio.wait_for(collect(engine, "Hello."), 60))
+    assert codes and len(pcm) == len(codes) * SAMPLES_PER_FRAME * 2
