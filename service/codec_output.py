@@ -87,6 +87,9 @@ class CodecWorker:
     def start(self) -> None:
         self._thread.start()
 
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
     def warm_up(self, frames: np.ndarray) -> None:
         self._decoder.push(self._decoder.new_stream(), frames)
 

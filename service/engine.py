@@ -23,6 +23,7 @@ from service.config import EngineSettings, VoicesSettings
 from service.errors import InvalidText, QueueFull, RequestFailed
 from service.metrics import Metrics
 from service.model.builtin import resolve_model
+from service.model.clone import ClipError, SpeakerEmbeddings
 from service.model.normalize import normalize
 from service.model.prompt import Prompt, PromptBuilder
 from service.model.voices import VoiceInfo, Voices
@@ -78,6 +79,9 @@ class Engine:
         model_dir = resolve_model(settings.model)
         self._voices = Voices(model_dir, voices or VoicesSettings())
         self._prompts = PromptBuilder(model_dir)
+        # Base: cloned voices speak with their clip's speaker embedding (computed on first use, then cached).
+        self._embeddings = (SpeakerEmbeddings(model_dir) if (model_dir / "speaker_encoder.xml").is_file()
+                            else None)
         self._prompt_lock = threading.Lock()
         self._runner = PagedRunner(
             model_dir,
@@ -139,7 +143,7 @@ class Engine:
             blocks_used=self.blocks.num_used,
             running=len(self.scheduler.running),
             waiting=len(self.scheduler.waiting),
-            alive=self._thread.is_alive(),
+            alive=self._thread.is_alive() and self._codec.is_alive(),
         )
 
     @property
@@ -169,7 +173,7 @@ class Engine:
         seq.deferred = needed is not None and not needed.is_set()
         sink = PcmSink(asyncio.get_running_loop(), time.monotonic(), codes_out)
         with self._inbox.lock:
-            if not self._thread.is_alive() or self._stopping.is_set():
+            if not (self._thread.is_alive() and self._codec.is_alive()) or self._stopping.is_set():
                 raise RequestFailed("the engine is not running")
             self._sinks[seq.id] = sink
             self._inbox.new.append(seq)
@@ -208,16 +212,24 @@ class Engine:
         if len(text) > self.settings.max_text_length:  # what the client sent, not what normalising made of it
             raise InvalidText(f"the text has {len(text)} characters; the limit is {self.settings.max_text_length}")
         chosen = self._voices.find(voice, speaker)
+        clone_layout = {}
         if chosen.clip is not None:
-            raise RequestFailed(f"voice {chosen.name!r}: voice cloning needs the Base model's speaker encoder and "
-                                "speech-tokenizer encoder, which are not yet supported")
+            if self._embeddings is None:
+                raise RequestFailed(f"voice {chosen.name!r}: the model has no speaker encoder; re-export it")
+            try:
+                embedding = self._embeddings.of_clip(chosen.clip.wav)
+            except ClipError as error:
+                raise RequestFailed(f"voice {chosen.name!r}: {error}") from error
+            # generate_voice_clone's default: the text is fed one token per frame (speaker-embedding-only cloning;
+            # the clip's transcript and codes, in-context cloning, are not used yet).
+            clone_layout = {"speaker_embedding": embedding, "non_streaming_mode": False}
         code = language or chosen.language  # the request's language, else the voice's; None lets the model decide
         model_language = self._voices.model_language(code)
         spoken = normalize(text, code)
         try:
             with self._prompt_lock:
                 prompt = self._prompts.build(spoken, speaker=chosen.speaker, language=model_language,
-                                             instruct=chosen.instruct)
+                                             instruct=chosen.instruct, **clone_layout)
         except ValueError as error:  # text that cannot be put into the prompt frame
             raise InvalidText(str(error)) from error
         return self._sequence(prompt, seed)
