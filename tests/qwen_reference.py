@@ -75,8 +75,16 @@ _TINY_ENCODER = {"hidden_size": 32, "num_filters": 8, "num_hidden_layers": 1, "i
                  "frame_rate": 12.5, "upsampling_ratios": [8, 6, 5, 4]}
 
 
+# The speaker encoder's real layout (ECAPA-TDNN: 3 SE-Res2Net blocks, kernels 5/3/3/3/1, dilations 1-4) at a tenth
+# of its widths; the 128-bin mel input is fixed by the reference's mel function.
+SPEAKER_ENCODER = {"mel_dim": 128, "enc_channels": [32, 32, 32, 32, 96], "enc_kernel_sizes": [5, 3, 3, 3, 1],
+                   "enc_dilations": [1, 2, 3, 4, 1], "enc_attention_channels": 16, "enc_res2net_scale": 4,
+                   "enc_se_channels": 16, "sample_rate": 24000}
+
+
 def make_checkpoint(out: Path, model_type: str, seed: int, weight_scale: float = 1.0, bf16: bool = False) -> Path:
-    """A tiny random Qwen3-TTS checkpoint of `model_type` ("custom_voice" or "voice_design") in the hub layout.
+    """A tiny random Qwen3-TTS checkpoint of `model_type` ("custom_voice", "voice_design" or "base") in the hub
+    layout.
 
     The talker is made by Qwen3TTSForConditionalGeneration with its own initialisation (torch seeded with `seed`),
     every matrix then multiplied by `weight_scale` (a wider logit spread: fewer near-ties for greedy decoding).
@@ -84,6 +92,8 @@ def make_checkpoint(out: Path, model_type: str, seed: int, weight_scale: float =
     initialisation decodes to near silence). The VoiceDesign model also differs in shape: its code predictor is as
     wide as the talker (no projection between them, as in the 0.6B models) with the released rope_theta of 1e6.
     bf16 stores the talker in bfloat16, as the released checkpoints are (the reference then loads it as float32).
+    The Base model has no speakers and a small speaker encoder (SPEAKER_ENCODER) whose embedding is as wide as the
+    talker, as in the released models.
     """
     out.mkdir(parents=True, exist_ok=True)
     tokenizer_json = train_tokenizer(384, SPECIAL_TOKENS)
@@ -96,6 +106,10 @@ def make_checkpoint(out: Path, model_type: str, seed: int, weight_scale: float =
         talker.update(spk_id={}, spk_is_dialect={})
         talker["code_predictor_config"].update(hidden_size=talker["hidden_size"], rope_theta=1000000.0,
                                                intermediate_size=128)
+
+    if model_type == "base":
+        config["talker_config"].update(spk_id={}, spk_is_dialect={})
+        config["speaker_encoder_config"] = {**SPEAKER_ENCODER, "enc_dim": config["talker_config"]["hidden_size"]}
 
     torch.manual_seed(seed)
     model = Qwen3TTSForConditionalGeneration(Qwen3TTSConfig(**config)).eval()
@@ -139,8 +153,9 @@ class Generation:
 
 
 def generate(model: Qwen3TTSModel, text: str, frames: int, speaker: str | None = None, language: str = "auto",
-             instruct: str | None = None) -> Generation:
-    """Greedy generation of `frames` frames (unless eos comes first) with the reference's own entry points."""
+             instruct: str | None = None, clone_prompt: dict | None = None) -> Generation:
+    """Greedy generation of `frames` frames (unless eos comes first) with the reference's own entry points.
+    `clone_prompt`: a Base model's voice_clone_prompt for generate_voice_clone (its defaults otherwise)."""
     record: dict = {}
     margins: list[float] = []
     talker = model.model.talker
@@ -149,7 +164,9 @@ def generate(model: Qwen3TTSModel, text: str, frames: int, speaker: str | None =
                       # With no eos, generate returns max_new_tokens - 1 frames: the last codebook-0 never gets
                       # its 15 sub-codes.
                       max_new_tokens=frames + 1)
-        if model.model.tts_model_type == "custom_voice":
+        if model.model.tts_model_type == "base":
+            wavs, _ = model.generate_voice_clone(text, voice_clone_prompt=clone_prompt, **common)
+        elif model.model.tts_model_type == "custom_voice":
             wavs, _ = model.generate_custom_voice(text, speaker=speaker, instruct=instruct, **common)
         else:
             wavs, _ = model.generate_voice_design(text, instruct=instruct, **common)
@@ -207,3 +224,28 @@ def _margins(talker, margins: list[float]):
 def _gap(logits) -> float:
     top = torch.topk(logits.float(), 2).values
     return float(top[0] - top[1])
+
+
+def speaker_embedding(model: Qwen3TTSModel, audio: np.ndarray) -> np.ndarray:
+    """The reference's extract_speaker_embedding of 24 kHz audio.
+
+    Its mel filter bank comes from librosa.filters.mel, which these tests do not install (see _stub_audio_io);
+    where librosa is missing, transformers' own port of it (audio_utils.mel_filter_bank, Slaney scale and norm)
+    stands in, an implementation independent of service/model/mel.py.
+    """
+    from qwen_tts.core.models import modeling_qwen3_tts as modeling
+
+    if getattr(modeling, "librosa_mel_fn", None) is None:
+        from transformers.audio_utils import mel_filter_bank
+
+        def librosa_mel_fn(sr, n_fft, n_mels, fmin, fmax):
+            return mel_filter_bank(num_frequency_bins=n_fft // 2 + 1, num_mel_filters=n_mels, min_frequency=fmin,
+                                   max_frequency=fmax, sampling_rate=sr, norm="slaney", mel_scale="slaney").T
+        modeling.librosa_mel_fn = librosa_mel_fn
+    return model.model.extract_speaker_embedding(np.asarray(audio, np.float32), 24000).float().numpy()
+
+
+def x_vector_prompt(embedding: np.ndarray) -> dict:
+    """The voice_clone_prompt create_voice_clone_prompt(x_vector_only_mode=True) makes from a clip's embedding."""
+    return {"ref_code": [None], "ref_spk_embedding": [torch.from_numpy(embedding)], "x_vector_only_mode": [True],
+            "icl_mode": [False]}

@@ -121,7 +121,8 @@ BROKEN = {
     "decoder.pre_conv.conv.weight": lambda d: save_file(
         {k: v for k, v in load_file(str(d / "speech_tokenizer" / "model.safetensors")).items()
          if k != "decoder.pre_conv.conv.weight"}, str(d / "speech_tokenizer" / "model.safetensors")),
-    "'base' is not supported": lambda d: (d / "config.json").write_text(
+    # A Base checkpoint is exported with its speaker encoder, so one without it is incomplete.
+    "a base model needs a speaker_encoder_config": lambda d: (d / "config.json").write_text(
         json.dumps({**json.loads((d / "config.json").read_text()), "tts_model_type": "base"})),
 }
 

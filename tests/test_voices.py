@@ -6,8 +6,11 @@ import asyncio
 import json
 import logging
 import os
+import wave
 from pathlib import Path
 
+import numpy as np
+import openvino as ov
 import pytest
 from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe, Info
@@ -19,6 +22,7 @@ from service.config import (ConfigError, EngineSettings, MetricsSettings, Server
 from service.engine import Engine
 from service.errors import InvalidText, RequestFailed, UnknownVoice
 from service.model.builtin import resolve_model
+from service.model.speaker_encoder import build_speaker_encoder, speaker_encoder_shapes
 from service.model.voices import Voices, build_voices
 
 TINY = resolve_model("builtin:tiny")
@@ -195,17 +199,59 @@ def test_the_engine_normalises_in_the_requests_or_the_voices_language(tmp_path, 
         ("auto", "ryan", None), ("german", "ryan", "warm"), ("german", "ryan", None)]
 
 
-def test_a_clone_voice_is_listed_but_refused_with_a_clear_error(tmp_path):
-    (tmp_path / "anna.wav").write_bytes(b"RIFF")
+SPEAKER_ENCODER = {"mel_dim": 128, "enc_dim": MANIFEST["hidden_size"], "enc_channels": [16, 16, 16, 16, 48],
+                   "enc_kernel_sizes": [5, 3, 3, 3, 1], "enc_dilations": [1, 2, 3, 4, 1],
+                   "enc_attention_channels": 8, "enc_res2net_scale": 4, "enc_se_channels": 8}
+
+
+def write_clip(path: Path, seconds: float = 1.0, rate: int = 24000, channels: int = 1) -> Path:
+    rng = np.random.default_rng(0)
+    t = np.arange(int(seconds * rate)) / rate
+    tone = 0.3 * np.sin(2 * np.pi * 180 * t) + 0.02 * rng.standard_normal(len(t))
+    samples = np.repeat((tone * 32767).astype("<i2")[:, None], channels, 1)
+    with wave.open(str(path), "wb") as clip:
+        clip.setnchannels(channels)
+        clip.setsampwidth(2)
+        clip.setframerate(rate)
+        clip.writeframes(samples.tobytes())
+    return path
+
+
+def test_a_clone_voice_without_a_speaker_encoder_is_refused_with_a_clear_error(tmp_path):
+    write_clip(tmp_path / "anna.wav")
     settings = voices_from(tmp_path, "voices:\n  clone:\n    anna: {wav: anna.wav, text: Hello there.}\n")
     engine = Engine(EngineSettings(model=str(model_variant(tmp_path, "base"))), voices=settings)
     engine.start()  # the warm-up does not trip over the default voice being a clone
     try:
         assert [v.name for v in engine.voices] == ["anna"]
-        with pytest.raises(RequestFailed, match="voice cloning needs"):
+        with pytest.raises(RequestFailed, match="no speaker encoder"):
             engine._make_sequence("Hello.", None, None, None, seed=0)
     finally:
         engine.stop()
+
+
+def test_a_clone_voice_speaks_with_its_clips_speaker_embedding(tmp_path, monkeypatch):
+    model = model_variant(tmp_path, "base")
+    rng = np.random.default_rng(3)
+    weights = {name: rng.standard_normal(shape).astype(np.float32) * 0.2
+               for name, shape in speaker_encoder_shapes(SPEAKER_ENCODER).items()}
+    ov.save_model(build_speaker_encoder(weights, SPEAKER_ENCODER), str(model / "speaker_encoder.xml"))
+    write_clip(tmp_path / "anna.wav", rate=16000, channels=2)  # resampled to 24 kHz, channels averaged
+    (tmp_path / "bert.wav").write_bytes(b"RIFF")
+    settings = voices_from(tmp_path, "voices:\n  clone:\n    anna: {wav: anna.wav, text: Hello there.}\n"
+                                     "    bert: {wav: bert.wav, text: Hi.}\n")
+    engine = Engine(EngineSettings(model=str(model)), voices=settings)
+    built = []
+    real_build = engine._prompts.build
+    monkeypatch.setattr(engine._prompts, "build", lambda text, **kw: built.append(kw) or real_build(text, **kw))
+    engine._make_sequence("Hello.", "anna", None, None, seed=0)
+    engine._make_sequence("Hello.", "anna", None, None, seed=0)
+    first, second = built
+    assert first["speaker_embedding"] is second["speaker_embedding"]  # computed once, then cached
+    assert first["speaker_embedding"].shape == (MANIFEST["hidden_size"],)
+    assert first["non_streaming_mode"] is False and first["speaker"] is None
+    with pytest.raises(RequestFailed, match="bert.wav"):
+        engine._make_sequence("Hello.", "bert", None, None, seed=0)
 
 
 # ---- the server: Describe lists voices added while it runs -----------------------------------------------------

@@ -1,7 +1,8 @@
 """Writes a model directory (the one format every other part reads) from HF-keyed weights and configs.
 
 MODEL_DIR: talker.xml, code_predictor.xml, text.xml, codec_decoder.xml (+ .bin), embeddings.safetensors,
-tokenizer.json, chorus.json. Random-weight presets and the real-checkpoint exporter both come through here.
+tokenizer.json, chorus.json; a Base model also speaker_encoder.xml (voice cloning). Random-weight presets and the
+real-checkpoint exporter both come through here.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from safetensors.numpy import save_file
 from service.model.code_predictor import build_code_predictor
 from service.model.codec_decoder import build_codec_decoder
 from service.model.ops import Weights, require
+from service.model.speaker_encoder import build_speaker_encoder
 from service.model.talker import build_talker
 from service.model.text import build_text
 
@@ -34,11 +36,13 @@ _TEXT_IDS = {"im_start": "im_start_token_id", "im_end": "im_end_token_id", "tts_
 def write_model_dir(out_dir, talker_weights: Mapping[str, np.ndarray], config: Mapping,
                     codec_weights: Mapping[str, np.ndarray], codec_config: Mapping, tokenizer_json: str,
                     weight_dtype: str = "f32", *, name: str | None = None,
-                    generation: Mapping | None = None, on_stage: Callable[[str], None] | None = None) -> Path:
+                    generation: Mapping | None = None, on_stage: Callable[[str], None] | None = None,
+                    speaker_weights: Mapping[str, np.ndarray] | None = None) -> Path:
     """Build every graph and write MODEL_DIR. weight_dtype "f16" stores graph constants in f16, "f32" exactly.
 
     `generation` overrides the sampling defaults (a checkpoint's generation_config.json); `name` defaults to the
     directory name; `on_stage(label)` is told before each part (building a real-size talker takes a while).
+    `speaker_weights` (the `speaker_encoder.*` tensors of a Base checkpoint) add speaker_encoder.xml.
     """
     if weight_dtype not in WEIGHT_DTYPES:
         raise ValueError(f"weight_dtype must be one of {WEIGHT_DTYPES}, not {weight_dtype!r}")
@@ -55,6 +59,10 @@ def write_model_dir(out_dir, talker_weights: Mapping[str, np.ndarray], config: M
     _save(build_code_predictor(talker_weights, config), out / "code_predictor.xml", weight_dtype)
     stage("text embedding graph")
     _save(build_text(talker_weights, config), out / "text.xml", weight_dtype)
+    if speaker_weights is not None:
+        stage("speaker encoder graph")
+        speaker_config = require(config, "speaker_encoder_config", "config.json")
+        _save(build_speaker_encoder(speaker_weights, speaker_config), out / "speaker_encoder.xml", weight_dtype)
     # The tables the native runner gathers from, the tokenizer, and last the manifest that marks the directory done.
     save_file(_embedding_tables(talker_weights, config), str(out / "embeddings.safetensors"))
     (out / "tokenizer.json").write_text(tokenizer_json, encoding="utf-8")
@@ -88,6 +96,10 @@ def write_manifest(out: Path, config: Mapping, codec_config: Mapping, name: str,
         "supports_instruct": config.get("tts_model_size") != "0b6",
         "generation": {**GENERATION_DEFAULTS, **{k: v for k, v in (generation or {}).items()
                                                  if k in GENERATION_DEFAULTS}},
+        # Base: the sample rate the speaker encoder's mel expects (reference clips are resampled to it).
+        **({"speaker_encoder": {"sample_rate": int(config["speaker_encoder_config"].get("sample_rate", 24000)),
+                                "embedding_size": int(config["speaker_encoder_config"].get("enc_dim", 1024))}}
+           if config.get("tts_model_type") == "base" and "speaker_encoder_config" in config else {}),
         "talker": {"num_layers": int(talker["num_hidden_layers"]), "num_kv_heads": int(talker["num_key_value_heads"]),
                    "head_dim": int(talker.get("head_dim") or talker["hidden_size"] // talker["num_attention_heads"])},
     }

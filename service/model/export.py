@@ -6,8 +6,9 @@ The checkpoint is the layout the reference's `Qwen3TTSModel.from_pretrained` rea
                vocab.json + merges.txt + tokenizer_config.json (or tokenizer.json)
     CHECKPOINT/speech_tokenizer/config.json, model.safetensors      (the codec; --codec names another directory)
 
-Only the `talker.*` tensors (talker, code predictor, embeddings, heads) and the codec's `decoder.*` tensors are read;
-the codec encoder and the speaker encoder are not used. Every file, and every talker tensor the config implies, is
+Only the `talker.*` tensors (talker, code predictor, embeddings, heads), a Base checkpoint's `speaker_encoder.*`
+tensors (voice cloning from a speaker embedding) and the codec's `decoder.*` tensors are read; the codec encoder
+(needed only for in-context cloning) is not used yet. Every file, and every talker tensor the config implies, is
 checked before the slow part starts, and the codec (the quickest graph) is built first, so an incomplete checkpoint
 fails in seconds with one line naming what is missing.
 """
@@ -23,11 +24,12 @@ from typing import TextIO
 from service.model.build import write_model_dir
 from service.model.checkpoint import CheckpointError, load_tensors, read_json
 from service.model.presets import talker_shapes
+from service.model.speaker_encoder import speaker_encoder_shapes
 from service.model.tokenizer import tokenizer_from_files
 
 WEIGHT_MODES = ("f16", "f32", "int8", "int4")
-# Base (voice cloning) needs the speaker encoder and the codec encoder to turn reference audio into a prompt.
-SUPPORTED_MODEL_TYPES = ("custom_voice", "voice_design")
+# Base (voice cloning): its speaker encoder is exported, and clones speak from their clip's speaker embedding.
+SUPPORTED_MODEL_TYPES = ("custom_voice", "voice_design", "base")
 _SAMPLING = ("temperature", "top_k", "top_p", "repetition_penalty",
              "subtalker_temperature", "subtalker_top_k", "subtalker_top_p")
 
@@ -83,11 +85,22 @@ def _write(checkpoint: Path, codec_dir: Path, out: Path, weights: str, name: str
         except KeyError as error:
             raise ExportError(f"{checkpoint / 'config.json'}: talker_config or its code_predictor_config has no "
                               f"{error.args[0]!r}") from None
+        speaker = None
+        if model_type == "base":  # small, so read before the talker: a checkpoint without it fails at once
+            if not isinstance(config.get("speaker_encoder_config"), dict):
+                raise ExportError(f"{checkpoint / 'config.json'}: a base model needs a speaker_encoder_config")
+            speaker_config = config["speaker_encoder_config"]
+            hidden = config["talker_config"]["hidden_size"]
+            if int(speaker_config.get("enc_dim", 1024)) != int(hidden):  # the embedding is a talker input row
+                raise ExportError(f"{checkpoint / 'config.json'}: the speaker embedding (enc_dim "
+                                  f"{speaker_config.get('enc_dim', 1024)}) is not as wide as the talker ({hidden})")
+            speaker = load_tensors(checkpoint, "speaker_encoder.", speaker_encoder_shapes(speaker_config),
+                                   progress.counter("reading speaker encoder"))
         talker = load_tensors(checkpoint, "talker.", expected, progress.counter("reading talker weights"))
         codec_weights = load_tensors(codec_dir, "decoder.", None, progress.counter("reading codec weights"))
         write_model_dir(out, talker, config, codec_weights, codec_config, tokenizer_json,
                         weight_dtype="f32" if weights == "f32" else "f16", name=name,
-                        generation=generation, on_stage=progress.stage)
+                        generation=generation, on_stage=progress.stage, speaker_weights=speaker)
     except ExportError:
         raise
     except ValueError as error:  # CheckpointError, or a config key or tensor the graph builders did not find

@@ -19,7 +19,11 @@ non_streaming_mode=True, the default of generate_custom_voice (and generate_voic
 
 With non_streaming_mode=False the reference instead ends the prefill with T(ids[3]) + C(bos) and feeds the rest of
 the text one token per frame (trailing = T(ids[4:-5]) ++ T(tts_eos)); `PromptBuilder(..., non_streaming_mode=False)`
-gives that layout.
+gives that layout, and so does build(..., non_streaming_mode=False) for one prompt.
+
+Voice cloning (Base model, x-vector only): the clip's speaker embedding is the codec-track row where a speaker id's
+C(speaker) would be, exactly as the reference's generate() puts `ref_spk_embedding` there. generate_voice_clone
+defaults to non_streaming_mode=False, so the engine builds cloned voices' prompts that way.
 """
 from __future__ import annotations
 
@@ -61,7 +65,13 @@ class PromptBuilder:
         self._close_ids = self._encode(_CLOSE)
 
     def build(self, text: str, speaker: str | None = None, language: str | None = None,
-              instruct: str | None = None) -> Prompt:
+              instruct: str | None = None, speaker_embedding: np.ndarray | None = None,
+              non_streaming_mode: bool | None = None) -> Prompt:
+        """`speaker_embedding` (f32 [H], from a reference clip) stands in for a speaker; `non_streaming_mode`
+        overrides the builder's layout for this prompt."""
+        if speaker_embedding is not None and speaker:
+            raise ValueError("a prompt has either a speaker or a speaker embedding, not both")
+        non_streaming = self.non_streaming_mode if non_streaming_mode is None else non_streaming_mode
         ids = self._encode(_ROLE + text + _CLOSE)
         role, close = len(self._role_ids), len(self._close_ids)
         text_ids = ids[role:len(ids) - close]
@@ -77,8 +87,12 @@ class PromptBuilder:
         codec = self._codec_prefix(speaker, language)
         c = self._codec_embedding
         ids_of = self._codec_ids
-        tags = np.concatenate([np.repeat(tts_pad[None], len(codec) - 2, 0), tts_bos[None]]) + c[codec[:-1]]
-        if self.non_streaming_mode:
+        codec_rows = c[codec]
+        if speaker_embedding is not None:  # before [pad, bos], where a speaker id's row goes
+            row = np.asarray(speaker_embedding, np.float32).reshape(1, c.shape[1])
+            codec_rows = np.concatenate([codec_rows[:-2], row, codec_rows[-2:]])
+        tags = np.concatenate([np.repeat(tts_pad[None], len(codec_rows) - 2, 0), tts_bos[None]]) + codec_rows[:-1]
+        if non_streaming:
             whole_text = np.concatenate([text_rows, tts_eos[None]]) + c[ids_of["pad"]]
             start = tts_pad + c[ids_of["bos"]]
             prefill = [instruct_rows, role_rows, tags, whole_text, start[None]]
