@@ -21,14 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from service.blocks import BlockManager  # noqa: E402
-from service.codec_stream import StreamingCodecDecoder  # noqa: E402
-from service.model.builtin import resolve_model  # noqa: E402
-from service.runner import PagedRunner, RunnerOptions  # noqa: E402
-from service.scheduler import ScheduledEntry, Scheduler  # noqa: E402
-from service.sequence import FinishReason, SamplingParams, Sequence  # noqa: E402
+from service.blocks import BlockManager
+from service.codec_stream import StreamingCodecDecoder
+from service.model.builtin import resolve_model
+from service.runner import PagedRunner, RunnerOptions
+from service.scheduler import ScheduledEntry, Scheduler
+from service.sequence import FinishReason, SamplingParams, Sequence
 
 
 def model_dir(args) -> Path:
