@@ -97,7 +97,17 @@ class CodecWorker:
         self._jobs.put(None)
         self._thread.join(timeout)
 
-    # Called from the engine thread; the work happens on the codec thread, in order.
+    # Called from the engine thread (prime: before the request is queued); the work happens on the codec thread,
+    # in order.
+    def prime(self, seq_id: int, sink: PcmSink, codes: np.ndarray) -> None:
+        """Decode `codes` [n, 16] first and drop their audio: the decoder's causal state then continues from them.
+
+        In-context cloning: the reference decodes the clip's codes ++ the generated codes as one utterance and cuts
+        int(n / total * samples) samples, which is n * 1920 except where float rounding makes it one less (~4% of
+        (n, total) pairs; its output then starts with the clip part's last sample). This cuts exactly n * 1920:
+        the total is not known while streaming."""
+        self._jobs.put(("prime", seq_id, sink, codes))
+
     def push(self, seq_id: int, sink: PcmSink, codes: np.ndarray) -> None:
         self._jobs.put(("frame", seq_id, sink, codes))
 
@@ -120,6 +130,10 @@ class CodecWorker:
                 sink.fail(error)
 
     def _handle(self, kind: str, seq_id: int, sink: PcmSink, payload) -> None:
+        if kind == "prime":
+            stream = self._streams[seq_id] = _Stream(self._decoder.new_stream())
+            self._decoder.push(stream.state, payload)
+            return
         if kind == "frame":
             stream = self._streams.get(seq_id)
             if stream is None:

@@ -171,7 +171,7 @@ class DesignVoice:
 class CloneVoice:
     name: str
     wav: Path                       # reference clip; relative to the config file
-    text: str                       # what the clip says
+    text: str | None = None         # what the clip says: in-context cloning; None: its speaker embedding only
     language: str | None = None
 
 
@@ -181,9 +181,9 @@ def _design_voices(value: Any) -> tuple[DesignVoice, ...]:
 
 
 def _clone_voices(value: Any) -> tuple[CloneVoice, ...]:
-    fields = {"wav": _text(), "text": _text(), "language": _language}
+    fields = {"wav": _text(), "text": _text(optional=True), "language": _language}
     return tuple(CloneVoice(name, wav=Path(entry.pop("wav")).expanduser(), **entry)
-                 for name, entry in _entries(value, fields, ("wav", "text")))
+                 for name, entry in _entries(value, fields, ("wav",)))
 
 
 def _addresses(value: Any) -> tuple[str, ...]:

@@ -23,7 +23,7 @@ from service.config import EngineSettings, VoicesSettings
 from service.errors import InvalidText, QueueFull, RequestFailed
 from service.metrics import Metrics
 from service.model.builtin import resolve_model
-from service.model.clone import ClipError, SpeakerEmbeddings
+from service.model.clone import ClipCodes, ClipError, SpeakerEmbeddings
 from service.model.normalize import normalize
 from service.model.prompt import Prompt, PromptBuilder
 from service.model.voices import VoiceInfo, Voices
@@ -82,6 +82,8 @@ class Engine:
         # Base: cloned voices speak with their clip's speaker embedding (computed on first use, then cached).
         self._embeddings = (SpeakerEmbeddings(model_dir) if (model_dir / "speaker_encoder.xml").is_file()
                             else None)
+        # ... and, when the voice has the clip's transcript, the clip's codes (in-context cloning).
+        self._clip_codes = ClipCodes(model_dir) if (model_dir / "codec_encoder.xml").is_file() else None
         self._prompt_lock = threading.Lock()
         self._runner = PagedRunner(
             model_dir,
@@ -176,6 +178,8 @@ class Engine:
             if not (self._thread.is_alive() and self._codec.is_alive()) or self._stopping.is_set():
                 raise RequestFailed("the engine is not running")
             self._sinks[seq.id] = sink
+            if seq.codec_prefix is not None:  # queued before any of its frames can be
+                self._codec.prime(seq.id, sink, seq.codec_prefix)
             self._inbox.new.append(seq)
             self._inbox.wake.notify()
         promoter = asyncio.create_task(self._promote_when(needed, seq.id)) if seq.deferred else None
@@ -212,17 +216,22 @@ class Engine:
         if len(text) > self.settings.max_text_length:  # what the client sent, not what normalising made of it
             raise InvalidText(f"the text has {len(text)} characters; the limit is {self.settings.max_text_length}")
         chosen = self._voices.find(voice, speaker)
-        clone_layout = {}
+        clone_layout, ref_codes = {}, None
         if chosen.clip is not None:
             if self._embeddings is None:
                 raise RequestFailed(f"voice {chosen.name!r}: the model has no speaker encoder; re-export it")
             try:
                 embedding = self._embeddings.of_clip(chosen.clip.wav)
+                # In-context cloning needs the clip's transcript, and codec_encoder.xml (older exports lack it:
+                # their clones speak from the embedding alone).
+                if chosen.clip.text and self._clip_codes is not None:
+                    ref_codes = self._clip_codes.of_clip(chosen.clip.wav)
             except ClipError as error:
                 raise RequestFailed(f"voice {chosen.name!r}: {error}") from error
-            # generate_voice_clone's default: the text is fed one token per frame (speaker-embedding-only cloning;
-            # the clip's transcript and codes, in-context cloning, are not used yet).
+            # generate_voice_clone's default: the text is fed one token per frame.
             clone_layout = {"speaker_embedding": embedding, "non_streaming_mode": False}
+            if ref_codes is not None:
+                clone_layout.update(ref_text=chosen.clip.text, ref_codes=ref_codes)
         code = language or chosen.language  # the request's language, else the voice's; None lets the model decide
         model_language = self._voices.model_language(code)
         spoken = normalize(text, code)
@@ -232,7 +241,9 @@ class Engine:
                                              instruct=chosen.instruct, **clone_layout)
         except ValueError as error:  # text that cannot be put into the prompt frame
             raise InvalidText(str(error)) from error
-        return self._sequence(prompt, seed)
+        seq = self._sequence(prompt, seed)
+        seq.codec_prefix = ref_codes
+        return seq
 
     def _sequence(self, prompt: Prompt, seed: int | None, frame_cap: int | None = None) -> Sequence:
         gen = self._prompts.generation

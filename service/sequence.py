@@ -73,6 +73,8 @@ class Sequence:
         # Generated ahead of need (a reply's next sentence while the current one is heard): admitted only when no
         # other request waits, and the first to give its place up to one that does. promote() ends it.
         self.deferred = False
+        # In-context cloning: the clip's codes [n, 16], decoded before the generated frames and their audio dropped.
+        self.codec_prefix: np.ndarray | None = None
         self.trailing_text = np.asarray(trailing_text, dtype=np.float32)
         self.pad_text = np.asarray(pad_text, dtype=np.float32)
         self.frame_cap = frame_cap

@@ -89,8 +89,9 @@ def make_checkpoint(out: Path, model_type: str, seed: int, weight_scale: float =
     The talker is made by Qwen3TTSForConditionalGeneration with its own initialisation (torch seeded with `seed`),
     every matrix then multiplied by `weight_scale` (a wider logit spread: fewer near-ties for greedy decoding).
     The codec is a Qwen3TTSTokenizerV2Model whose decoder gets audible random weights (the reference
-    initialisation decodes to near silence). The VoiceDesign model also differs in shape: its code predictor is as
-    wide as the talker (no projection between them, as in the 0.6B models) with the released rope_theta of 1e6.
+    initialisation decodes to near silence) and whose encoder gets random codebooks (the reference's are zeros).
+    The VoiceDesign model also differs in shape: its code predictor is as wide as the talker (no projection between
+    them, as in the 0.6B models) with the released rope_theta of 1e6.
     bf16 stores the talker in bfloat16, as the released checkpoints are (the reference then loads it as float32).
     The Base model has no speakers and a small speaker encoder (SPEAKER_ENCODER) whose embedding is as wide as the
     talker, as in the released models.
@@ -131,6 +132,11 @@ def make_checkpoint(out: Path, model_type: str, seed: int, weight_scale: float =
     missing = [key for key in codec.state_dict() if key.startswith("decoder.") and key not in state]
     if missing:
         raise RuntimeError(f"random codec weights lack {missing[:3]}")
+    # The encoder's codebooks start at zeros (every code 0): random ones, so a clip's codes say something.
+    rng = np.random.default_rng([seed, 2])
+    for key, value in codec.state_dict().items():
+        if key.startswith("encoder.quantizer.") and key.endswith(".embed_sum"):
+            state[key] = torch.from_numpy(rng.standard_normal(tuple(value.shape)).astype(np.float32))
     codec.load_state_dict(state, strict=False)
     codec.save_pretrained(out / "speech_tokenizer")
     (out / "speech_tokenizer" / "preprocessor_config.json").write_text(json.dumps({
@@ -153,9 +159,11 @@ class Generation:
 
 
 def generate(model: Qwen3TTSModel, text: str, frames: int, speaker: str | None = None, language: str = "auto",
-             instruct: str | None = None, clone_prompt: dict | None = None) -> Generation:
+             instruct: str | None = None, clone_prompt: dict | list | None = None,
+             non_streaming_mode: bool | None = None) -> Generation:
     """Greedy generation of `frames` frames (unless eos comes first) with the reference's own entry points.
-    `clone_prompt`: a Base model's voice_clone_prompt for generate_voice_clone (its defaults otherwise)."""
+    `clone_prompt`: a Base model's voice_clone_prompt for generate_voice_clone (its defaults otherwise);
+    `non_streaming_mode`: passed on when given (the entry point's default otherwise)."""
     record: dict = {}
     margins: list[float] = []
     talker = model.model.talker
@@ -164,6 +172,8 @@ def generate(model: Qwen3TTSModel, text: str, frames: int, speaker: str | None =
                       # With no eos, generate returns max_new_tokens - 1 frames: the last codebook-0 never gets
                       # its 15 sub-codes.
                       max_new_tokens=frames + 1)
+        if non_streaming_mode is not None:
+            common["non_streaming_mode"] = non_streaming_mode
         if model.model.tts_model_type == "base":
             wavs, _ = model.generate_voice_clone(text, voice_clone_prompt=clone_prompt, **common)
         elif model.model.tts_model_type == "custom_voice":
@@ -243,6 +253,14 @@ def speaker_embedding(model: Qwen3TTSModel, audio: np.ndarray) -> np.ndarray:
                                    max_frequency=fmax, sampling_rate=sr, norm="slaney", mel_scale="slaney").T
         modeling.librosa_mel_fn = librosa_mel_fn
     return model.model.extract_speaker_embedding(np.asarray(audio, np.float32), 24000).float().numpy()
+
+
+def icl_prompt(model: Qwen3TTSModel, audio: np.ndarray, ref_text: str) -> list:
+    """create_voice_clone_prompt of 24 kHz audio and its transcript in the reference's default (in-context) mode:
+    the clip's codes from the reference's speech tokenizer, its embedding, the transcript."""
+    speaker_embedding(model, audio[:2400])  # installs the mel filter bank where librosa is absent
+    return model.create_voice_clone_prompt(ref_audio=(np.asarray(audio, np.float32), 24000), ref_text=ref_text,
+                                           x_vector_only_mode=False)
 
 
 def x_vector_prompt(embedding: np.ndarray) -> dict:

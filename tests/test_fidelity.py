@@ -12,8 +12,11 @@ f32:
       history, and how many free-running frames stay identical; the KL mean must stay at or below 1e-3.
   (f) Base (voice cloning from a speaker embedding, x_vector_only_mode): the speaker encoder graph, the log-mel and
       a clip's embedding against the reference (1e-4), the cloned prompt, and greedy codes identical to
-      generate_voice_clone with the x-vector-only voice_clone_prompt. In-context cloning (the clip's codes and
-      transcript) is not covered: the exporter does not export the codec encoder yet.
+      generate_voice_clone with the x-vector-only voice_clone_prompt.
+  (g) Base, in-context cloning (a clip and its transcript, the reference's default mode): the clip's codes from the
+      codec encoder graph identical to the reference speech tokenizer's, the ICL prompt rows (1e-5), greedy codes
+      identical to generate_voice_clone's, and the PCM (the reference decodes clip codes ++ generated codes and
+      cuts the clip's part) within 1e-3.
 
 Exact codes need greedy decisions that float32 noise cannot flip. Random models produce near-ties (gaps of 1e-5
 between the best and second-best logit at the reference's initialisation), so the seeds and weight scales below
@@ -46,7 +49,7 @@ from tokenizers import Tokenizer  # noqa: E402
 
 from service.config import CloneVoice, DesignVoice, EngineSettings, VoicesSettings  # noqa: E402
 from service.engine import Engine  # noqa: E402
-from service.model.clone import SpeakerEmbeddings, read_wav  # noqa: E402
+from service.model.clone import ClipCodes, SpeakerEmbeddings, read_wav  # noqa: E402
 from service.model.export import export_checkpoint  # noqa: E402
 from service.model.mel import log_mel  # noqa: E402
 from service.model.normalize import normalize  # noqa: E402
@@ -387,7 +390,8 @@ def test_clone_greedy_codes_match_reference(base, clip, clone_run):
     assert min(run.margins) >= MIN_MARGIN, "a near-tie: choose another seed (see the module doc)"
     settings = EngineSettings(model=str(base.dir), device="CPU", greedy=True, kv_precision="f32",
                               inference_precision="f32", max_frames=FRAMES)
-    engine = Engine(settings, voices=VoicesSettings(clone=(CloneVoice("anna", clip, "A tone in noise."),)))
+    # No transcript: the clip's speaker embedding only.
+    engine = Engine(settings, voices=VoicesSettings(clone=(CloneVoice("anna", clip),)))
     engine.start()
     try:
         codes, pcm = synthesize(engine, Case("base", CLONE_TEXT, "anna"))
@@ -395,6 +399,95 @@ def test_clone_greedy_codes_match_reference(base, clip, clone_run):
         engine.stop()
     assert codes.shape == run.codes.shape
     np.testing.assert_array_equal(codes, run.codes)
+    np.testing.assert_allclose(pcm, run.pcm, atol=PCM_TOLERANCE, rtol=0)
+
+
+# ---- (g) Base: in-context cloning (the clip's codes and transcript) ----------------------------------------------
+
+CLIP_TEXT = "A low tone in noise."  # greedy margins >= 1e-3 with the base fixture (the first choice had 9e-5)
+
+
+@pytest.fixture(scope="module")
+def icl_run(base, clip):
+    """The reference's in-context voice_clone_prompt of the clip (its codes, embedding, transcript) and its greedy
+    generate_voice_clone run (non_streaming_mode=False, the default)."""
+    audio, _ = read_wav(clip)
+    items = reference.icl_prompt(base.reference, audio, CLIP_TEXT)
+    run = reference.generate(base.reference, CLONE_TEXT, FRAMES, clone_prompt=items)
+    return items[0], run
+
+
+def test_base_exports_the_codec_encoder(base):
+    manifest = json.loads((base.dir / "chorus.json").read_text())
+    assert manifest["codec_encoder"] == {"sample_rate": 24000, "samples_per_frame": 1920}
+    assert (base.dir / "codec_encoder.xml").is_file()
+
+
+@pytest.mark.parametrize("samples", [24000, 24000 + 1919, 5 * 1920])
+def test_codec_encoder_matches_reference(base, samples):
+    tokenizer = base.reference.model.speech_tokenizer.model
+    rng = np.random.default_rng(samples)
+    t = np.arange(samples) / 24000
+    audio = (0.4 * np.sin(2 * np.pi * 150 * t) + 0.05 * rng.standard_normal(samples)).astype(np.float32)
+    with torch.no_grad():
+        expected = tokenizer.encode(torch.from_numpy(audio)[None],
+                                    padding_mask=torch.ones(1, samples, dtype=torch.long)).audio_codes[0].numpy()
+    ours = ClipCodes(base.dir).of_audio(audio, 24000)
+    assert ours.shape == expected.shape == (-(-samples // 1920), 16)
+    assert len(np.unique(expected[:, 0])) > 1  # random codebooks: the codes vary
+    np.testing.assert_array_equal(ours, expected)
+
+
+def test_clip_codes_match_reference(base, clip, icl_run):
+    item, _ = icl_run
+    np.testing.assert_array_equal(ClipCodes(base.dir).of_clip(clip), item.ref_code.numpy())
+
+
+# The clip's 13 frames against a text that outlasts them (text rows left over as trailing rows), the clip three
+# times over (38 frames) against a short text (the text track padded with T(tts_pad)), and the whole text up front
+# (non_streaming_mode=True).
+@pytest.mark.parametrize("text, repeats, non_streaming", [(CLONE_TEXT, 1, False), ("Hi.", 3, False),
+                                                          (CLONE_TEXT, 1, True)])
+def test_icl_prompt_matches_reference(base, clip, icl_run, text, repeats, non_streaming):
+    item, run = icl_run
+    audio = np.tile(read_wav(clip)[0], repeats)
+    if (text, repeats, non_streaming) != (CLONE_TEXT, 1, False):
+        item = reference.icl_prompt(base.reference, audio, CLIP_TEXT)[0]
+        run = reference.generate(base.reference, text, 2, clone_prompt=[item], non_streaming_mode=non_streaming)
+    codes = ClipCodes(base.dir).of_audio(audio, 24000)
+    np.testing.assert_array_equal(codes, item.ref_code.numpy())
+    prompt = PromptBuilder(base.dir).build(text, speaker_embedding=SpeakerEmbeddings(base.dir).of_audio(audio, 24000),
+                                           non_streaming_mode=non_streaming, ref_text=CLIP_TEXT, ref_codes=codes)
+    assert prompt.prefill.shape == run.prefill.shape
+    np.testing.assert_allclose(prompt.prefill, run.prefill, atol=1e-5, rtol=0)
+    # The reference's trailing rows: the text rows left over, or one T(tts_pad) row (what every later frame gets).
+    if len(prompt.trailing):
+        np.testing.assert_allclose(prompt.trailing, run.trailing, atol=1e-5, rtol=0)
+    else:
+        np.testing.assert_allclose(run.trailing, prompt.pad[None], atol=1e-5, rtol=0)
+    print(f"\nICL prompt ({text!r}, {len(codes)} clip frames, non_streaming_mode={non_streaming}): "
+          f"{len(prompt.prefill)} rows, {len(prompt.trailing)} trailing")
+
+
+def test_icl_greedy_codes_and_pcm_match_reference(base, clip, icl_run):
+    item, run = icl_run
+    assert min(run.margins) >= MIN_MARGIN, "a near-tie: choose another seed (see the module doc)"
+    settings = EngineSettings(model=str(base.dir), device="CPU", greedy=True, kv_precision="f32",
+                              inference_precision="f32", max_frames=FRAMES)
+    engine = Engine(settings, voices=VoicesSettings(clone=(CloneVoice("anna", clip, CLIP_TEXT),)))
+    engine.start()
+    try:
+        codes, pcm = synthesize(engine, Case("base", CLONE_TEXT, "anna"))
+    finally:
+        engine.stop()
+    assert codes.shape == run.codes.shape
+    np.testing.assert_array_equal(codes, run.codes)
+    # The reference cuts int(ref_frames / total_frames * samples) samples of the clip's part, the engine exactly 1920
+    # per clip frame: the same here (float rounding makes the reference's one less for ~4% of length pairs).
+    ref_frames, total = len(item.ref_code), len(item.ref_code) + len(run.codes)
+    assert int(ref_frames / total * (total * 1920)) == ref_frames * 1920
+    assert pcm.shape == run.pcm.shape
+    print(f"\nICL PCM: max abs diff {np.abs(pcm - run.pcm).max():.2e} (values up to {np.abs(run.pcm).max():.2f})")
     np.testing.assert_allclose(pcm, run.pcm, atol=PCM_TOLERANCE, rtol=0)
 
 

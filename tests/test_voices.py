@@ -115,6 +115,11 @@ def test_clone_voices_need_a_base_model_and_an_existing_clip(tmp_path):
     assert "anna" not in [v.name for v in build_voices(MANIFEST, settings)]  # not a Base model
 
 
+def test_a_clone_voice_without_a_transcript_is_allowed(tmp_path):
+    settings = voices_from(tmp_path, "voices:\n  clone:\n    anna: {wav: anna.wav}\n")  # its embedding only
+    assert settings.clone[0].text is None
+
+
 @pytest.mark.parametrize(
     ("text", "key"),
     [
@@ -126,7 +131,7 @@ def test_clone_voices_need_a_base_model_and_an_existing_clip(tmp_path):
         ("voices:\n  design:\n    butler: {instruct: x, pitch: 3}\n", "voices.design.butler.pitch"),
         ("voices:\n  design:\n    butler: {instruct: x, language: 7}\n", "voices.design.butler.language"),
         ("voices:\n  clone:\n    anna: a.wav\n", "voices.clone.anna"),
-        ("voices:\n  clone:\n    anna: {wav: a.wav}\n", "voices.clone.anna"),
+        ("voices:\n  clone:\n    anna: {text: hi}\n", "voices.clone.anna"),
         ("voices:\n  clone:\n    anna: {wav: 3, text: hi}\n", "voices.clone.anna.wav"),
         ("voices:\n  voice: x\n", "voices.voice"),
     ],

@@ -1,8 +1,8 @@
 """Writes a model directory (the one format every other part reads) from HF-keyed weights and configs.
 
 MODEL_DIR: talker.xml, code_predictor.xml, text.xml, codec_decoder.xml (+ .bin), embeddings.safetensors,
-tokenizer.json, chorus.json; a Base model also speaker_encoder.xml (voice cloning). Random-weight presets and the
-real-checkpoint exporter both come through here.
+tokenizer.json, chorus.json; a Base model also speaker_encoder.xml and codec_encoder.xml (voice cloning).
+Random-weight presets and the real-checkpoint exporter both come through here.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from safetensors.numpy import save_file
 
 from service.model.code_predictor import build_code_predictor
 from service.model.codec_decoder import build_codec_decoder
+from service.model.codec_encoder import build_codec_encoder
 from service.model.ops import Weights, require
 from service.model.speaker_encoder import build_speaker_encoder
 from service.model.talker import build_talker
@@ -37,12 +38,14 @@ def write_model_dir(out_dir, talker_weights: Mapping[str, np.ndarray], config: M
                     codec_weights: Mapping[str, np.ndarray], codec_config: Mapping, tokenizer_json: str,
                     weight_dtype: str = "f32", *, name: str | None = None,
                     generation: Mapping | None = None, on_stage: Callable[[str], None] | None = None,
-                    speaker_weights: Mapping[str, np.ndarray] | None = None) -> Path:
+                    speaker_weights: Mapping[str, np.ndarray] | None = None,
+                    codec_encoder_weights: Mapping[str, np.ndarray] | None = None) -> Path:
     """Build every graph and write MODEL_DIR. weight_dtype "f16" stores graph constants in f16, "f32" exactly.
 
     `generation` overrides the sampling defaults (a checkpoint's generation_config.json); `name` defaults to the
     directory name; `on_stage(label)` is told before each part (building a real-size talker takes a while).
-    `speaker_weights` (the `speaker_encoder.*` tensors of a Base checkpoint) add speaker_encoder.xml.
+    `speaker_weights` (the `speaker_encoder.*` tensors of a Base checkpoint) add speaker_encoder.xml, and
+    `codec_encoder_weights` (the codec's `encoder.*` tensors: a clip's codes for in-context cloning) codec_encoder.xml.
     """
     if weight_dtype not in WEIGHT_DTYPES:
         raise ValueError(f"weight_dtype must be one of {WEIGHT_DTYPES}, not {weight_dtype!r}")
@@ -63,15 +66,19 @@ def write_model_dir(out_dir, talker_weights: Mapping[str, np.ndarray], config: M
         stage("speaker encoder graph")
         speaker_config = require(config, "speaker_encoder_config", "config.json")
         _save(build_speaker_encoder(speaker_weights, speaker_config), out / "speaker_encoder.xml", weight_dtype)
+    if codec_encoder_weights is not None:
+        stage("codec encoder graph")
+        _save(build_codec_encoder(codec_encoder_weights, codec_config), out / "codec_encoder.xml", weight_dtype)
     # The tables the native runner gathers from, the tokenizer, and last the manifest that marks the directory done.
     save_file(_embedding_tables(talker_weights, config), str(out / "embeddings.safetensors"))
     (out / "tokenizer.json").write_text(tokenizer_json, encoding="utf-8")
-    write_manifest(out, config, codec_config, name or out.name, generation)
+    write_manifest(out, config, codec_config, name or out.name, generation,
+                   codec_encoder=codec_encoder_weights is not None)
     return out
 
 
 def write_manifest(out: Path, config: Mapping, codec_config: Mapping, name: str,
-                   generation: Mapping | None) -> None:
+                   generation: Mapping | None, codec_encoder: bool = False) -> None:
     talker = require(config, "talker_config", "config.json")
     decoder_config = require(codec_config, "decoder_config", "the speech tokenizer config")
     code_predictor = require(talker, "code_predictor_config", "talker_config")
@@ -100,6 +107,10 @@ def write_manifest(out: Path, config: Mapping, codec_config: Mapping, name: str,
         **({"speaker_encoder": {"sample_rate": int(config["speaker_encoder_config"].get("sample_rate", 24000)),
                                 "embedding_size": int(config["speaker_encoder_config"].get("enc_dim", 1024))}}
            if config.get("tts_model_type") == "base" and "speaker_encoder_config" in config else {}),
+        # codec_encoder.xml: a clip's codes (in-context cloning), from 24 kHz audio, one frame per 1920 samples.
+        **({"codec_encoder": {"sample_rate": int(codec_config.get("input_sample_rate", 24000)),
+                              "samples_per_frame": int(codec_config.get("encode_downsample_rate", 1920))}}
+           if codec_encoder else {}),
         "talker": {"num_layers": int(talker["num_hidden_layers"]), "num_kv_heads": int(talker["num_key_value_heads"]),
                    "head_dim": int(talker.get("head_dim") or talker["hidden_size"] // talker["num_attention_heads"])},
     }

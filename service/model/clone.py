@@ -1,9 +1,11 @@
-"""Speaker embeddings of reference clips (voices.clone), for a Base model's x-vector-only voice cloning.
+"""What a Base model's voice cloning takes from a reference clip (voices.clone): its speaker embedding, and for
+in-context cloning its codes.
 
-As the reference's create_voice_clone_prompt: the clip is read as mono float32 in [-1, 1] (channels averaged),
-resampled to the speaker encoder's rate (24 kHz) with soxr's HQ quality (what librosa.resample uses by default),
-turned into the 128-bin log-mel (service/model/mel.py) and run through speaker_encoder.xml. A clip's embedding is
-computed once and kept in memory, keyed by the file's identity, so an edited clip is re-read.
+As the reference's create_voice_clone_prompt: the clip is read as mono float32 in [-1, 1] (channels averaged) and
+resampled to 24 kHz with soxr's HQ quality (what librosa.resample uses by default). The embedding: the 128-bin
+log-mel (service/model/mel.py) through speaker_encoder.xml. The codes: the samples through codec_encoder.xml (the
+speech tokenizer's encoder), [frames, 16]. Each is computed once per clip and kept in memory, keyed by the file's
+identity, so an edited clip is re-read.
 """
 from __future__ import annotations
 
@@ -52,26 +54,15 @@ def resample(samples: np.ndarray, rate: int, target: int) -> np.ndarray:
     return soxr.resample(samples, rate, target, quality="HQ").astype(np.float32)
 
 
-class SpeakerEmbeddings:
-    """speaker_encoder.xml of a Base MODEL_DIR, with each clip's embedding cached."""
+class _PerClip:
+    """A compiled graph run once per clip, its results cached by the file's identity."""
 
-    def __init__(self, model_dir, device: str = "CPU"):
-        model_dir = Path(model_dir)
-        manifest = json.loads((model_dir / "chorus.json").read_text(encoding="utf-8"))
-        self.sample_rate = int(manifest.get("speaker_encoder", {}).get("sample_rate", SAMPLE_RATE))
-        if self.sample_rate != SAMPLE_RATE:
-            raise ValueError(f"{model_dir}: a speaker encoder at {self.sample_rate} Hz; the mel is defined at 24 kHz")
-        # f32: one small pass per clip, and the embedding is a prompt row that bf16 would shift.
-        self._model = ov.Core().compile_model(model_dir / "speaker_encoder.xml", device,
-                                              {"INFERENCE_PRECISION_HINT": "f32"})
-        self._cache: dict[str, tuple[tuple, np.ndarray]] = {}  # resolved path -> (file stamp, embedding)
+    def __init__(self):
+        self._cache: dict[str, tuple[tuple, np.ndarray]] = {}  # resolved path -> (file stamp, result)
         self._lock = threading.Lock()
 
     def of_audio(self, samples: np.ndarray, rate: int) -> np.ndarray:
-        """f32 [H] embedding of mono float32 audio."""
-        mel = log_mel(resample(np.asarray(samples, np.float32), rate, self.sample_rate))
-        with self._lock:
-            return self._model({"mel": mel[None]})["embedding"].copy()
+        raise NotImplementedError
 
     def of_clip(self, path) -> np.ndarray:
         path = Path(path)
@@ -88,5 +79,47 @@ class SpeakerEmbeddings:
                 raise
             except ValueError as error:  # too short for the mel
                 raise ClipError(f"{path}: {error}") from None
-            self._cache[key] = cached  # an edited clip replaces its old embedding
+            self._cache[key] = cached  # an edited clip replaces its old result
         return cached[1]
+
+
+class SpeakerEmbeddings(_PerClip):
+    """speaker_encoder.xml of a Base MODEL_DIR, with each clip's embedding cached."""
+
+    def __init__(self, model_dir, device: str = "CPU"):
+        super().__init__()
+        model_dir = Path(model_dir)
+        manifest = json.loads((model_dir / "chorus.json").read_text(encoding="utf-8"))
+        self.sample_rate = int(manifest.get("speaker_encoder", {}).get("sample_rate", SAMPLE_RATE))
+        if self.sample_rate != SAMPLE_RATE:
+            raise ValueError(f"{model_dir}: a speaker encoder at {self.sample_rate} Hz; the mel is defined at 24 kHz")
+        # f32: one small pass per clip, and the embedding is a prompt row that bf16 would shift.
+        self._model = ov.Core().compile_model(model_dir / "speaker_encoder.xml", device,
+                                              {"INFERENCE_PRECISION_HINT": "f32"})
+
+    def of_audio(self, samples: np.ndarray, rate: int) -> np.ndarray:
+        """f32 [H] embedding of mono float32 audio."""
+        mel = log_mel(resample(np.asarray(samples, np.float32), rate, self.sample_rate))
+        with self._lock:
+            return self._model({"mel": mel[None]})["embedding"].copy()
+
+
+class ClipCodes(_PerClip):
+    """codec_encoder.xml of a Base MODEL_DIR (in-context cloning), with each clip's codes cached."""
+
+    def __init__(self, model_dir, device: str = "CPU"):
+        super().__init__()
+        model_dir = Path(model_dir)
+        manifest = json.loads((model_dir / "chorus.json").read_text(encoding="utf-8"))
+        self.sample_rate = int(manifest.get("codec_encoder", {}).get("sample_rate", SAMPLE_RATE))
+        # f32: the codes are nearest-codebook decisions, which a lower precision can flip.
+        self._model = ov.Core().compile_model(model_dir / "codec_encoder.xml", device,
+                                              {"INFERENCE_PRECISION_HINT": "f32"})
+
+    def of_audio(self, samples: np.ndarray, rate: int) -> np.ndarray:
+        """i64 [frames, 16] codes of mono float32 audio, one frame per 1920 samples at 24 kHz (rounded up)."""
+        audio = resample(np.asarray(samples, np.float32), rate, self.sample_rate)
+        if not len(audio):
+            raise ValueError("the clip is empty")
+        with self._lock:
+            return self._model({"audio": audio[None, None]})["codes"][0].T.copy()

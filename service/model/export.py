@@ -7,10 +7,10 @@ The checkpoint is the layout the reference's `Qwen3TTSModel.from_pretrained` rea
     CHECKPOINT/speech_tokenizer/config.json, model.safetensors      (the codec; --codec names another directory)
 
 Only the `talker.*` tensors (talker, code predictor, embeddings, heads), a Base checkpoint's `speaker_encoder.*`
-tensors (voice cloning from a speaker embedding) and the codec's `decoder.*` tensors are read; the codec encoder
-(needed only for in-context cloning) is not used yet. Every file, and every talker tensor the config implies, is
-checked before the slow part starts, and the codec (the quickest graph) is built first, so an incomplete checkpoint
-fails in seconds with one line naming what is missing.
+tensors (voice cloning from a speaker embedding) and the codec's `decoder.*` tensors are read, and for a Base
+checkpoint the codec's `encoder.*` tensors (a clip's codes, for in-context cloning). Every file, and every talker
+tensor the config implies, is checked before the slow part starts, and the codec (the quickest graph) is built
+first, so an incomplete checkpoint fails in seconds with one line naming what is missing.
 """
 from __future__ import annotations
 
@@ -98,9 +98,12 @@ def _write(checkpoint: Path, codec_dir: Path, out: Path, weights: str, name: str
                                    progress.counter("reading speaker encoder"))
         talker = load_tensors(checkpoint, "talker.", expected, progress.counter("reading talker weights"))
         codec_weights = load_tensors(codec_dir, "decoder.", None, progress.counter("reading codec weights"))
+        codec_encoder = (load_tensors(codec_dir, "encoder.", None, progress.counter("reading codec encoder weights"))
+                         if model_type == "base" else None)
         write_model_dir(out, talker, config, codec_weights, codec_config, tokenizer_json,
                         weight_dtype="f32" if weights == "f32" else "f16", name=name,
-                        generation=generation, on_stage=progress.stage, speaker_weights=speaker)
+                        generation=generation, on_stage=progress.stage, speaker_weights=speaker,
+                        codec_encoder_weights=codec_encoder)
     except ExportError:
         raise
     except ValueError as error:  # CheckpointError, or a config key or tensor the graph builders did not find

@@ -24,6 +24,15 @@ gives that layout, and so does build(..., non_streaming_mode=False) for one prom
 Voice cloning (Base model, x-vector only): the clip's speaker embedding is the codec-track row where a speaker id's
 C(speaker) would be, exactly as the reference's generate() puts `ref_spk_embedding` there. generate_voice_clone
 defaults to non_streaming_mode=False, so the engine builds cloned voices' prompts that way.
+
+In-context cloning (the reference's generate_icl_prompt; `ref_text` and `ref_codes` given, with the embedding): the
+prefill ends, after the tags, with the clip's transcript and codes instead of the text's first token:
+
+    text rows  = T(ref_ids ++ ids[3:-5]) ++ T(tts_eos)       ref_ids: tokens of ref_text (no role prefix, no close)
+    codec rows = C(bos) ++ [C(code_0) + sum_i C_i(code_i) for each clip frame]   (C_i the code predictor's tables)
+    non_streaming_mode=False: the first len(codec rows) rows of both tracks summed (the text track padded with
+        T(tts_pad) when shorter); the text rows left over are the trailing rows
+    non_streaming_mode=True:  (text rows + C(pad)) ++ (codec rows + T(tts_pad)); no trailing rows
 """
 from __future__ import annotations
 
@@ -56,7 +65,9 @@ class PromptBuilder:
         self.generation = dict(self.manifest["generation"])
         self.non_streaming_mode = non_streaming_mode
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        self._codec_embedding = load_file(str(model_dir / "embeddings.safetensors"))["codec_embedding"]
+        tables = load_file(str(model_dir / "embeddings.safetensors"))
+        self._codec_embedding = tables["codec_embedding"]
+        self._cp_codec_embedding = tables["cp_codec_embedding"]  # [15, codebook, H]: codebooks 1-15 (ICL codes)
         # f32: the text embeddings are computed once per request, and bf16 would shift every prompt row.
         self._text = ov.Core().compile_model(model_dir / "text.xml", device, {"INFERENCE_PRECISION_HINT": "f32"})
         self._codec_ids = self.manifest["codec_ids"]
@@ -66,11 +77,15 @@ class PromptBuilder:
 
     def build(self, text: str, speaker: str | None = None, language: str | None = None,
               instruct: str | None = None, speaker_embedding: np.ndarray | None = None,
-              non_streaming_mode: bool | None = None) -> Prompt:
+              non_streaming_mode: bool | None = None, ref_text: str | None = None,
+              ref_codes: np.ndarray | None = None) -> Prompt:
         """`speaker_embedding` (f32 [H], from a reference clip) stands in for a speaker; `non_streaming_mode`
-        overrides the builder's layout for this prompt."""
+        overrides the builder's layout for this prompt. `ref_text` and `ref_codes` (the clip's transcript and its
+        codes [frames, 16]) make an in-context cloning prompt (with the clip's `speaker_embedding`)."""
         if speaker_embedding is not None and speaker:
             raise ValueError("a prompt has either a speaker or a speaker embedding, not both")
+        if (ref_text is None) != (ref_codes is None) or (ref_codes is not None and speaker_embedding is None):
+            raise ValueError("in-context cloning needs the clip's transcript, codes and speaker embedding")
         non_streaming = self.non_streaming_mode if non_streaming_mode is None else non_streaming_mode
         ids = self._encode(_ROLE + text + _CLOSE)
         role, close = len(self._role_ids), len(self._close_ids)
@@ -79,9 +94,10 @@ class PromptBuilder:
             raise ValueError(f"text {text[:40]!r} does not tokenize to a non-empty text between the prompt frame")
         instruct_ids = (self._encode(f"<|im_start|>user\n{instruct}<|im_end|>\n")
                         if instruct and self.manifest.get("supports_instruct", True) else [])
+        ref_ids = self._ref_ids(ref_text) if ref_text is not None else []
         special = [self._text_ids[key] for key in ("tts_pad", "tts_bos", "tts_eos")]
-        embeds = self._text_embeds(instruct_ids + ids[:role] + text_ids + special)
-        instruct_rows, embeds = np.split(embeds, [len(instruct_ids)])
+        embeds = self._text_embeds(instruct_ids + ref_ids + ids[:role] + text_ids + special)
+        instruct_rows, ref_rows, embeds = np.split(embeds, [len(instruct_ids), len(instruct_ids) + len(ref_ids)])
         role_rows, text_rows, (tts_pad, tts_bos, tts_eos) = np.split(embeds, [role, role + len(text_ids)])
 
         codec = self._codec_prefix(speaker, language)
@@ -92,7 +108,24 @@ class PromptBuilder:
             row = np.asarray(speaker_embedding, np.float32).reshape(1, c.shape[1])
             codec_rows = np.concatenate([codec_rows[:-2], row, codec_rows[-2:]])
         tags = np.concatenate([np.repeat(tts_pad[None], len(codec_rows) - 2, 0), tts_bos[None]]) + codec_rows[:-1]
-        if non_streaming:
+        if ref_codes is not None:
+            text = np.concatenate([ref_rows, text_rows, tts_eos[None]])
+            codes = np.asarray(ref_codes, np.int64)
+            if codes.ndim != 2 or codes.shape[1] != 1 + len(self._cp_codec_embedding) or not len(codes):
+                raise ValueError(f"the clip's codes must be [frames, {1 + len(self._cp_codec_embedding)}], "
+                                 f"got {list(codes.shape)}")
+            frames = c[codes[:, 0]] + sum(table[codes[:, i + 1]] for i, table in enumerate(self._cp_codec_embedding))
+            codec_track = np.concatenate([c[ids_of["bos"]][None], frames])
+            if non_streaming:
+                icl = [text + c[ids_of["pad"]], codec_track + tts_pad]
+                trailing = np.zeros((0, tts_pad.shape[0]), np.float32)
+            else:
+                shared = min(len(text), len(codec_track))
+                padding = np.repeat(tts_pad[None], len(codec_track) - shared, 0)
+                icl = [np.concatenate([text[:shared], padding]) + codec_track]
+                trailing = text[shared:]
+            prefill = [instruct_rows, role_rows, tags, *icl]
+        elif non_streaming:
             whole_text = np.concatenate([text_rows, tts_eos[None]]) + c[ids_of["pad"]]
             start = tts_pad + c[ids_of["bos"]]
             prefill = [instruct_rows, role_rows, tags, whole_text, start[None]]
@@ -131,6 +164,12 @@ class PromptBuilder:
         if speaker_id is not None:
             codec.append(speaker_id)
         return codec + [ids["pad"], ids["bos"]]
+
+    def _ref_ids(self, ref_text: str) -> list[int]:
+        """The transcript's tokens as the reference takes them: "<|im_start|>assistant\\n{ref_text}<|im_end|>\\n"
+        without its first 3 and last 2 tokens."""
+        ids = self._encode(_ROLE + ref_text + "<|im_end|>\n")
+        return ids[3:-2]
 
     def _encode(self, text: str) -> list[int]:
         return self._tokenizer.encode(text, add_special_tokens=False).ids
