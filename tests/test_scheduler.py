@@ -357,7 +357,8 @@ def test_a_deferred_request_waits_behind_later_needed_ones():
     rec.assert_frames(2, 2)
 
 
-def test_a_full_batch_gives_up_its_deferred_request_to_a_needed_one():
+def running_with_one_deferred() -> tuple[Scheduler, Recorder]:
+    """A batch of two: request 1, needed, and request 2, made ahead of need; both admitted by one step."""
     sched, runner = make(max_running=2)
     rec = Recorder(sched, runner)
     sched.add(make_seq(1, 3, 6))
@@ -365,6 +366,11 @@ def test_a_full_batch_gives_up_its_deferred_request_to_a_needed_one():
     ahead.deferred = True
     sched.add(ahead)
     rec.step()
+    return sched, rec
+
+
+def test_a_full_batch_gives_up_its_deferred_request_to_a_needed_one():
+    sched, rec = running_with_one_deferred()
     rec.step()
     assert seq_ids(sched.running) == [1, 2]
     sched.add(make_seq(3, 3, 6))
@@ -378,13 +384,7 @@ def test_a_full_batch_gives_up_its_deferred_request_to_a_needed_one():
 
 
 def test_a_promoted_request_keeps_its_place():
-    sched, runner = make(max_running=2)
-    rec = Recorder(sched, runner)
-    sched.add(make_seq(1, 3, 6))
-    ahead = make_seq(2, 3, 6)
-    ahead.deferred = True
-    sched.add(ahead)
-    rec.step()
+    sched, rec = running_with_one_deferred()
     sched.promote(2)
     sched.add(make_seq(3, 3, 6))
     rec.step()
