@@ -51,3 +51,8 @@ class RequestFailed(EngineError):
     """Accepted but could not finish (it never fits the KV pool, the engine stopped, ...)."""
 
     code = "request-failed"
+
+
+class SetupError(Exception):
+    """A problem with how the server was set up (model, device, precision, paths) that the user fixes: the command
+    line prints its one-line message, which names the problem and the fix, and exits with code 2."""
