@@ -1,19 +1,16 @@
 #include "device.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <stdexcept>
 
-std::string resolve_device(const ov::Core& core, const std::string& requested) {
-    if (requested == "CPU" || requested == "GPU") {
-        return requested;
+std::string check_device_name(const std::string& name) {
+    const bool gpu_n = name.size() > 4 && name.rfind("GPU.", 0) == 0 &&
+                       std::all_of(name.begin() + 4, name.end(), [](unsigned char c) { return std::isdigit(c); });
+    if (name == "CPU" || name == "GPU" || gpu_n) {
+        return name;
     }
-    if (requested != "AUTO") {
-        throw std::invalid_argument("device must be AUTO, CPU or GPU, got '" + requested + "'");
-    }
-    const auto devices = core.get_available_devices();
-    const bool has_gpu = std::any_of(devices.begin(), devices.end(),
-                                     [](const std::string& name) { return name.rfind("GPU", 0) == 0; });
-    return has_gpu ? "GPU" : "CPU";
+    throw std::invalid_argument("device must be CPU, GPU or GPU.N, got '" + name + "'");
 }
 
 ov::element::Type parse_kv_precision(const std::string& name) {

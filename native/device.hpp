@@ -4,11 +4,10 @@
 #include <string>
 
 #include <openvino/core/type/element_type.hpp>
-#include <openvino/runtime/core.hpp>
 
-// "AUTO" resolves to GPU when the core sees one, else CPU. The AUTO plugin itself is not used: it may start on
-// one device and move to another, while the paged cache tensors are allocated for one device at load.
-std::string resolve_device(const ov::Core& core, const std::string& requested);
+// "CPU" | "GPU" | "GPU.N", returned as given; throws std::invalid_argument otherwise. The caller has picked the
+// device (service/device.py resolves AUTO and checks that it is present): the paged cache is allocated on one.
+std::string check_device_name(const std::string& name);
 
 // "u8" | "f16" | "bf16" | "f32"; throws std::invalid_argument otherwise.
 ov::element::Type parse_kv_precision(const std::string& name);

@@ -28,7 +28,7 @@ void check_tables(const RunnerOptions& options) {
 }  // namespace
 
 Runner::Runner(const RunnerOptions& options)
-    : device_(resolve_device(core_, options.device)),
+    : device_(check_device_name(options.device)),
       codec_embedding_(options.codec_embedding),
       eos_id_(options.eos_id) {
     check_tables(options);

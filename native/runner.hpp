@@ -22,7 +22,7 @@ struct RunnerOptions {
     std::string code_predictor_xml;
     EmbeddingTable codec_embedding;       // C: [V, H]
     EmbeddingTables cp_codec_embedding;   // E_j: G-1 tables of [codebook, H]
-    std::string device;                   // AUTO | CPU | GPU
+    std::string device;                   // CPU | GPU | GPU.N
     std::string kv_precision;             // u8 | f16 | bf16 | f32
     std::string inference_precision;      // "" | f32 | bf16 | f16
     std::size_t num_blocks;               // 0: derive from kv_cache_bytes

@@ -23,6 +23,7 @@ import numpy as np
 
 from service.blocks import BlockManager
 from service.codec_stream import StreamingCodecDecoder
+from service.errors import SetupError
 from service.model.builtin import resolve_model
 from service.runner import PagedRunner, RunnerOptions
 from service.scheduler import ScheduledEntry, Scheduler
@@ -102,6 +103,7 @@ def bench_codec(directory: Path, frames: int, precision: str) -> float:
 
 
 def kv_bytes_per_token(directory: Path, precision: str) -> float:
+    """Raises SetupError where the CPU cannot keep such a cache (bf16 on an AVX2 CPU)."""
     runner = PagedRunner(directory, RunnerOptions(device="CPU", kv_precision=precision, num_blocks=4))
     return runner.bytes_per_block / runner.block_size
 
@@ -124,9 +126,13 @@ def main(argv=None) -> None:
 
     directory = model_dir(args)
     batches = [int(b) for b in args.batches.split(",")]
-    runner = PagedRunner(directory, RunnerOptions(
-        device="CPU", kv_precision=args.kv_precision, inference_precision=args.inference_precision,
-        kv_cache_bytes=1 << 30))
+    try:
+        runner = PagedRunner(directory, RunnerOptions(
+            device="CPU", kv_precision=args.kv_precision, inference_precision=args.inference_precision,
+            kv_cache_bytes=1 << 30))
+    except SetupError as error:  # e.g. --kv-precision bf16 on an AVX2 CPU: one line, exit 2 as the server does
+        print(f"bench_engine: {error}", file=sys.stderr)
+        sys.exit(2)
     print(f"model {directory}  device {runner.device}  kv {runner.kv_precision}  block {runner.block_size}  "
           f"blocks {runner.num_blocks}")
     rows = [bench_batch(runner, b, args.context, args.steps) for b in batches]
@@ -140,11 +146,19 @@ def main(argv=None) -> None:
     codec = {p or "default": bench_codec(directory, 28 if args.quick else 52, p) for p in ("", "f32")}
     for precision, ms in codec.items():
         print(f"codec decode ({precision} precision): {ms:.0f} ms per second of audio")
-    kv = {p: kv_bytes_per_token(directory, p) for p in ("u8", "bf16")}
-    print(f"KV bytes per token: u8 {kv['u8']:.0f}, bf16 {kv['bf16']:.0f} (u8 = {kv['u8'] / kv['bf16']:.0%} of bf16)")
+    kv, skipped = {}, {}
+    for precision in ("u8", "bf16"):
+        try:
+            kv[precision] = kv_bytes_per_token(directory, precision)
+            print(f"KV bytes per token, {precision}: {kv[precision]:.0f}")
+        except SetupError as error:  # a row this device lacks
+            skipped[f"kv_bytes_per_token.{precision}"] = str(error)
+            print(f"KV bytes per token, {precision}: skipped: {error}")
+    if len(kv) == 2:
+        print(f"KV u8 = {kv['u8'] / kv['bf16']:.0%} of bf16")
     if args.json:
-        Path(args.json).write_text(json.dumps({"steps": rows, "codec_ms_per_audio_s": codec, "kv_bytes_per_token": kv},
-                                              indent=2))
+        Path(args.json).write_text(json.dumps({"steps": rows, "codec_ms_per_audio_s": codec, "kv_bytes_per_token": kv,
+                                               "skipped": skipped}, indent=2))
 
 
 if __name__ == "__main__":

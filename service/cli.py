@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 import wave
@@ -19,9 +20,11 @@ from urllib.parse import urlparse
 
 from service.config import ConfigError, Settings, load_settings
 from service.discovery import Advertisement, advertised_address, default_name
-from service.errors import EngineError
+from service.errors import EngineError, SetupError
+from service.listeners import bind_listener
+from service.model.hub import HUB_MODELS
 from service.metrics import Metrics, MetricsServer
-from service.server import ChorusServer
+from service.server import ChorusServer, program_version
 
 _LOG = logging.getLogger("wyoming-chorus")
 PROG = "wyoming-chorus"
@@ -42,16 +45,26 @@ class Service:
         from service.engine import Engine  # imported late: --help and config errors need no OpenVINO
 
         s = self.settings
-        # Loading and compiling the model takes seconds; off the loop so signals are still handled meanwhile.
-        self.engine = await asyncio.to_thread(Engine, s.engine, self.metrics, s.voices)
-        self.engine.start()
-        if s.metrics.enabled:
-            self.metrics_server = MetricsServer(
-                self.metrics, lambda: self.engine.stats().alive, s.metrics.address, s.metrics.port
-            )
+        # Both listeners first: a port that is taken is reported at once, not after the model has loaded.
+        wyoming_socket = bind_listener(s.server.uri, "server.uri", "--uri")
+        metrics_socket = None
+        try:
+            if s.metrics.enabled:
+                host = f"[{s.metrics.address}]" if ":" in s.metrics.address else s.metrics.address
+                metrics_socket = bind_listener(f"tcp://{host}:{s.metrics.port}", "metrics.port", "--metrics-port")
+            # Loading and compiling the model takes seconds; off the loop so signals are still handled meanwhile.
+            self.engine = await asyncio.to_thread(Engine, s.engine, self.metrics, s.voices)
+            self.engine.start()
+        except BaseException:
+            wyoming_socket.close()
+            if metrics_socket is not None:
+                metrics_socket.close()
+            raise
+        if metrics_socket is not None:
+            self.metrics_server = MetricsServer(self.metrics, lambda: self.engine.stats().alive, metrics_socket)
             await self.metrics_server.start()
         self.server = ChorusServer(
-            self.engine, s.server.uri,
+            self.engine, wyoming_socket,
             max_text_length=s.engine.max_text_length, samples_per_chunk=s.engine.samples_per_chunk,
         )
         await self.server.start()
@@ -103,11 +116,23 @@ async def _collect(engine: Any, text: str, voice: str | None, speaker: str | Non
     return bytes(pcm)
 
 
+def _check_writable(path: Path, flag: str) -> None:
+    """Fail before synthesising, not after: the folder of an output file must exist and take files."""
+    folder = path.expanduser().resolve().parent
+    if not folder.is_dir():
+        raise SetupError(f"{flag} {path}: no folder {folder}; create it or write elsewhere")
+    if not os.access(folder, os.W_OK):
+        raise SetupError(f"{flag} {path}: cannot write in {folder}")
+
+
 def synth(settings: Settings, args: argparse.Namespace) -> int:
     import numpy as np
 
     from service.engine import Engine
 
+    _check_writable(args.output, "-o")
+    if args.save_codes:
+        _check_writable(args.save_codes, "--save-codes")
     engine = Engine(settings.engine, voices=settings.voices)
     engine.start()
     codes: list | None = [] if args.save_codes else None
@@ -147,7 +172,10 @@ def export(args: argparse.Namespace) -> int:
 
 def _common_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="configuration file instead of the embedded config.yaml")
-    parser.add_argument("--model", help="model directory or builtin:tiny (engine.model)")
+    parser.add_argument("--model", help="model directory; or a Qwen3-TTS model on the Hugging Face hub, downloaded and "
+                        "exported into --data-dir on first use: " + ", ".join(HUB_MODELS) + " or OWNER/NAME (e.g. "
+                        "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice); or builtin:tiny, a random model for tests (engine.model)")
+    parser.add_argument("--data-dir", help="where hub models are downloaded and exported (engine.data_dir)")
     parser.add_argument("--device", help="OpenVINO device: AUTO, CPU, GPU, GPU.N (engine.device)")
     parser.add_argument("--kv-precision",
                         help="KV cache element type: u8, f16, bf16, f32 (engine.kv_precision); f32 also sets f32 "
@@ -172,6 +200,7 @@ def _serve_parser() -> argparse.ArgumentParser:
                           help="advertise over zeroconf, optionally under NAME (zeroconf.enabled, zeroconf.name)")
     zeroconf.add_argument("--no-zeroconf", action="store_true", help="do not advertise over zeroconf")
     parser.add_argument("--metrics-port", type=int, help="port of /metrics and /health (metrics.port)")
+    parser.add_argument("--version", action="version", version=f"{PROG} {program_version() or '(not installed)'}")
     _common_flags(parser)
     return parser
 
@@ -210,7 +239,7 @@ def _export_parser() -> argparse.ArgumentParser:
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     """Dotted config keys set by the flags that were given."""
     flags = {
-        "uri": "server.uri", "model": "engine.model", "device": "engine.device",
+        "uri": "server.uri", "model": "engine.model", "data_dir": "engine.data_dir", "device": "engine.device",
         "kv_precision": "engine.kv_precision", "inference_precision": "engine.inference_precision",
         "metrics_port": "metrics.port", "seed": "engine.seed",
     }
@@ -251,6 +280,9 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(serve(settings))
     except ConfigError as error:  # a voices section that does not fit the model: known once the model is read
         print(f"{PROG}: config error: {error}", file=sys.stderr)
+        return 2
+    except SetupError as error:  # the model, device, precision, a port or a path: the message says what to do
+        print(f"{PROG}: {error}", file=sys.stderr)
         return 2
     except OSError as error:  # the port is taken, the socket path is not writable, ...
         print(f"{PROG}: {error}", file=sys.stderr)

@@ -212,6 +212,7 @@ class ZeroconfSettings:
 @dataclass(frozen=True)
 class EngineSettings:
     model: str = _setting("builtin:tiny", _text())
+    data_dir: str | None = _setting(None, _text(optional=True))  # None: hub.data_root()
     device: str = _setting("AUTO", _device)
     kv_precision: str = _setting("u8", _one_of("u8", "f16", "bf16", "f32"))
     inference_precision: str = _setting("", _one_of("", "f32", "bf16", "f16"))
@@ -221,6 +222,7 @@ class EngineSettings:
     max_waiting: int = _setting(64, _integer(0))
     max_text_length: int = _setting(4000, _integer(1))
     max_frames: int = _setting(1500, _integer(1))
+    random_model_frames: int = _setting(50, _integer(1))
     step_token_budget: int = _setting(256, _integer(1))
     policy: str = _setting("continuous", _one_of("continuous", "static"))
     samples_per_chunk: int = _setting(1920, _integer(1))

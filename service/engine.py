@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
 import random
 import threading
@@ -24,6 +25,7 @@ from service.errors import InvalidText, QueueFull, RequestFailed
 from service.metrics import Metrics
 from service.model.builtin import resolve_model
 from service.model.clone import ClipCodes, ClipError, SpeakerEmbeddings
+from service.model.language import choose_language, load_detector
 from service.model.normalize import normalize
 from service.model.prompt import Prompt, PromptBuilder
 from service.model.voices import VoiceInfo, Voices
@@ -76,7 +78,8 @@ class Engine:
                  voices: VoicesSettings | None = None):
         self.settings = settings
         self.metrics = metrics or Metrics()
-        model_dir = resolve_model(settings.model)
+        model_dir = resolve_model(settings.model, settings.data_dir)
+        self._random_model = bool(json.loads((model_dir / "chorus.json").read_text()).get("random_weights"))
         self._voices = Voices(model_dir, voices or VoicesSettings())
         self._prompts = PromptBuilder(model_dir)
         # Base: cloned voices speak with their clip's speaker embedding (computed on first use, then cached).
@@ -129,6 +132,7 @@ class Engine:
             self.scheduler.update(entries, self._runner.step(entries))
         self._codec.warm_up(np.stack(seq.frames))
         self.scheduler.check_integrity()
+        load_detector()  # 0.5-1 s: here, not in the first room's time to first audio
 
     def stop(self, timeout: float = 10.0) -> None:
         """Abort whatever still runs, then stop both threads."""
@@ -210,7 +214,8 @@ class Engine:
             self._inbox.wake.notify()
 
     def _make_sequence(self, text, voice, speaker, language, seed) -> Sequence:
-        text = text.strip()
+        from service.model.clean_text import clean_text  # TODO(lead): move to the imports at the top
+        text = clean_text(text)
         if not text:
             raise InvalidText("the text is empty")
         if len(text) > self.settings.max_text_length:  # what the client sent, not what normalising made of it
@@ -232,7 +237,9 @@ class Engine:
             clone_layout = {"speaker_embedding": embedding, "non_streaming_mode": False}
             if ref_codes is not None:
                 clone_layout.update(ref_text=chosen.clip.text, ref_codes=ref_codes)
-        code = language or chosen.language  # the request's language, else the voice's; None lets the model decide
+        # The request's language, else the voice's, else the text's among the voice's languages (Home Assistant sends
+        # none); None lets the model decide, with the English number rules.
+        code, detected = choose_language(language, chosen.language, text, chosen.languages)
         model_language = self._voices.model_language(code)
         spoken = normalize(text, code)
         try:
@@ -243,6 +250,7 @@ class Engine:
             raise InvalidText(str(error)) from error
         seq = self._sequence(prompt, seed)
         seq.codec_prefix = ref_codes
+        seq.language, seq.language_detected = code, detected
         return seq
 
     def _sequence(self, prompt: Prompt, seed: int | None, frame_cap: int | None = None) -> Sequence:
@@ -262,6 +270,8 @@ class Engine:
         )
         if frame_cap is None:
             frame_cap = min(self.settings.max_frames, _FRAMES_BASE + _FRAMES_PER_TEXT_TOKEN * prompt.n_text_tokens)
+            if self._random_model:  # it never says eos: without a cap, 15-60 s of noise per sentence
+                frame_cap = min(frame_cap, self.settings.random_model_frames)
         return Sequence(
             seq_id=next(self._ids),
             prompt=prompt.prefill,

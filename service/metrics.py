@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -57,11 +58,10 @@ class MetricsServer:
 
     _READ_TIMEOUT = 5.0
 
-    def __init__(self, metrics: Metrics, alive: Callable[[], bool], host: str, port: int):
+    def __init__(self, metrics: Metrics, alive: Callable[[], bool], listener: socket.socket):
         self._metrics = metrics
         self._alive = alive
-        self._host = host
-        self._port = port
+        self._listener = listener  # bound before the model loads (service.listeners)
         self._server: asyncio.Server | None = None
 
     @property
@@ -72,8 +72,9 @@ class MetricsServer:
         return self._server.sockets[0].getsockname()[1]
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, self._host, self._port)
-        _LOG.info("metrics on http://%s:%s/metrics", self._host, self.port)
+        self._server = await asyncio.start_server(self._serve, sock=self._listener)
+        host = self._listener.getsockname()[0]
+        _LOG.info("metrics on http://%s:%s/metrics", f"[{host}]" if ":" in host else host, self.port)
 
     async def stop(self) -> None:
         if self._server is not None:

@@ -14,6 +14,7 @@ import openvino  # noqa: F401  (loads libopenvino before the extension that link
 from safetensors.numpy import load_file
 
 from service import _native
+from service.device import check_device
 from service.scheduler import ScheduledEntry
 from service.sequence import StepOutput
 
@@ -31,6 +32,9 @@ class PagedRunner:
     """Owns the native runner of one model directory."""
 
     def __init__(self, model_dir: Path, options: RunnerOptions):
+        """Raises SetupError, before compiling anything, for a device that is not there or a KV precision it
+        cannot run."""
+        device = check_device(options.device, options.kv_precision, options.inference_precision)
         manifest = json.loads((model_dir / "chorus.json").read_text())
         embeddings = load_file(str(model_dir / "embeddings.safetensors"))
         self.eos_id = int(manifest["codec_ids"]["eos"])
@@ -41,7 +45,7 @@ class PagedRunner:
             str(model_dir / "code_predictor.xml"),
             np.ascontiguousarray(embeddings["codec_embedding"], dtype=np.float32),
             np.ascontiguousarray(embeddings["cp_codec_embedding"], dtype=np.float32),
-            options.device,
+            device,
             options.kv_precision,
             options.inference_precision,
             options.num_blocks,

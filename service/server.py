@@ -28,21 +28,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Protocol
 
-from sentence_stream import SentenceBoundaryDetector
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
 from wyoming.event import Event
 from wyoming.info import Attribution, Describe, Info, TtsProgram, TtsVoice
-from wyoming.server import AsyncEventHandler, AsyncServer
+from wyoming.server import AsyncEventHandler
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped, SynthesizeVoice
 
-from service.errors import InvalidText, MalformedEvent, ReplyError, UnexpectedEvent
+from service.errors import InvalidText, MalformedEvent, ReplyError, RequestFailed, UnexpectedEvent
 from service.sentence_audio import sentence_audio
+from service.sentences import StreamingSentences
 
 _LOG = logging.getLogger(__name__)
 
@@ -50,6 +52,8 @@ PROGRAM_NAME = "chorus"
 _ATTRIBUTION = Attribution(name="Qwen3-TTS (Alibaba Qwen team)", url="https://github.com/QwenLM/Qwen3-TTS")
 _SAMPLE_WIDTH = 2  # int16
 _CHANNELS = 1
+# How long a shutdown waits for the `error` and audio-stop of replies it aborts to reach their clients.
+_END_REPLY_TIMEOUT = 2.0
 
 
 class Voice(Protocol):
@@ -69,7 +73,7 @@ class SpeechEngine(Protocol):
     ) -> AsyncIterator[bytes]: ...
 
 
-def _program_version() -> str | None:
+def program_version() -> str | None:
     try:
         return version("wyoming-chorus")
     except PackageNotFoundError:  # running from a source checkout that was never installed
@@ -104,15 +108,20 @@ def build_info(voices: Sequence[Voice], program_version: str | None) -> Info:
 
 
 class Reply:
-    """The text of one reply as it arrives (all at once, or in stream chunks), handed out sentence by sentence."""
+    """The text of one reply as it arrives (all at once, or in stream chunks), handed out sentence by sentence.
+
+    A stream's sentence is handed out once its end has arrived, without waiting for the next one to begin: when the
+    client pauses (Home Assistant runs a tool), the text that ends like a sentence is taken after the splitter's grace
+    (`StreamingSentences.hold`) has passed with no new text."""
 
     def __init__(self, voice: SynthesizeVoice | None, streaming: bool, max_text_length: int):
         self.voice = voice
         self.streaming = streaming
         self._max_text_length = max_text_length
         self._length = 0
-        self._splitter = SentenceBoundaryDetector()
+        self._splitter = StreamingSentences()
         self._sentences: deque[str] = deque()
+        self._pending_until: float | None = None  # when the held text is taken as a sentence, if it ends like one
         self._complete = False
         self._error: ReplyError | None = None
         self._changed = asyncio.Event()
@@ -124,13 +133,17 @@ class Reply:
         if self._length > self._max_text_length:  # checked before splitting: no regex over a huge text
             self.fail(InvalidText(f"the text is longer than {self._max_text_length} characters"))
             return
-        self._sentences.extend(self._splitter.add_chunk(text))
+        self._sentences.extend(self._splitter.add(text))
+        # Every chunk restarts the grace: it is a pause in the text, not the age of the sentence, that ends it.
+        hold = self._splitter.hold
+        self._pending_until = None if hold is None else time.monotonic() + hold
         self._changed.set()
 
     def finish(self) -> None:
         """The client has sent all the text."""
         if self._error is None and (rest := self._splitter.finish()):
             self._sentences.append(rest)
+        self._pending_until = None
         self._complete = True
         self._changed.set()
 
@@ -139,6 +152,7 @@ class Reply:
         if self._error is None:
             self._error = error
             self._sentences.clear()
+            self._pending_until = None
             self._changed.set()
 
     async def sentences(self) -> AsyncIterator[str]:
@@ -150,6 +164,11 @@ class Reply:
                 yield self._sentences.popleft()
             elif self._complete:
                 return
+            elif self._pending_until is not None and (grace := self._pending_until - time.monotonic()) > 0:
+                await self._wait(timeout=grace)
+            elif self._pending_until is not None:  # the text paused after a sentence's end: speak it now
+                self._pending_until = None
+                self._sentences.extend(self._splitter.flush_pending())
             else:
                 await self._wait()
 
@@ -157,19 +176,25 @@ class Reply:
         while not self._complete:
             await self._wait()
 
-    async def _wait(self) -> None:
+    async def _wait(self, timeout: float | None = None) -> None:
         self._changed.clear()
-        await self._changed.wait()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), timeout)
 
 
 class _AudioOut:
-    """One reply's audio: audio-start before the first chunk, chunks of at most `samples_per_chunk`, audio-stop."""
+    """One reply's audio: audio-start before the first chunk, chunks of at most `samples_per_chunk`, then its end.
+
+    Each flag is set just before its event is written: wyoming buffers a whole event before it awaits the drain, so
+    a shutdown that cancels the speaker mid-write never sends an event twice or leaves one out."""
 
     def __init__(self, handler: ChorusHandler, rate: int, samples_per_chunk: int):
         self._handler = handler
         self._rate = rate
         self._chunk_bytes = samples_per_chunk * _SAMPLE_WIDTH * _CHANNELS
         self._started = False
+        self._stopped = False
+        self._stream_stopped = False
 
     async def write(self, pcm: bytes) -> None:
         await self._start()
@@ -177,9 +202,15 @@ class _AudioOut:
             chunk = AudioChunk(self._rate, _SAMPLE_WIDTH, _CHANNELS, pcm[offset:offset + self._chunk_bytes])
             await self._handler.write_event(chunk.event())
 
-    async def stop(self) -> None:
+    async def end(self, streaming: bool) -> None:
+        """audio-stop, then synthesize-stopped for a stream."""
         await self._start()
-        await self._handler.write_event(AudioStop().event())
+        if not self._stopped:
+            self._stopped = True
+            await self._handler.write_event(AudioStop().event())
+        if streaming and not self._stream_stopped:
+            self._stream_stopped = True
+            await self._handler.write_event(SynthesizeStopped().event())
 
     async def _start(self) -> None:
         if not self._started:
@@ -188,42 +219,60 @@ class _AudioOut:
 
 
 class ChorusServer:
-    """Serves Wyoming TTS at `uri` through one shared engine; no lock between connections."""
+    """Serves Wyoming TTS on a bound listening socket through one shared engine; no lock between connections.
 
-    def __init__(self, engine: SpeechEngine, uri: str, *, max_text_length: int, samples_per_chunk: int):
+    It owns its listener (rather than wyoming's AsyncServer, which binds only when it starts) so that the socket is
+    bound before the model loads, and it keeps every connection's handler so that a shutdown can end each reply.
+    """
+
+    def __init__(self, engine: SpeechEngine, listener: socket.socket, *, max_text_length: int,
+                 samples_per_chunk: int):
         self.engine = engine
         self.max_text_length = max_text_length
         self.samples_per_chunk = samples_per_chunk
-        self.version = _program_version()
-        self._wyoming = AsyncServer.from_uri(uri)
+        self.version = program_version()
+        self._listener = listener
+        self._server: asyncio.Server | None = None
         self._handlers: set[ChorusHandler] = set()
         self._closing = False
 
     async def start(self) -> None:
-        await self._wyoming.start(self._connect)
+        if self._listener.family == socket.AF_UNIX:
+            self._server = await asyncio.start_unix_server(self._connect, sock=self._listener)
+        else:
+            self._server = await asyncio.start_server(self._connect, sock=self._listener)
 
     async def stop(self, timeout: float) -> None:
-        """Refuse new connections, let running replies finish for up to `timeout` s, then abort the rest."""
+        """Refuse new connections, let running replies finish for up to `timeout` s, then end the rest with an
+        `error` and their audio-stop (and synthesize-stopped), and close every connection."""
         self._closing = True
-        busy = [asyncio.create_task(h.wait_idle()) for h in self._handlers]
+        if self._server is not None:
+            self._server.close()
+        busy = {h: asyncio.create_task(h.wait_idle()) for h in self._handlers}
         if busy:
-            _, pending = await asyncio.wait(busy, timeout=timeout)
-            for task in pending:
-                task.cancel()
-            if pending:
-                _LOG.warning("aborting %d replies still running after %.1f s", len(pending), timeout)
-        closing = [asyncio.create_task(h.wait_closed()) for h in self._handlers]
-        await self._wyoming.stop()  # closes every connection (cancelling its replies) and the listener
+            await asyncio.wait(busy.values(), timeout=timeout)
+        unfinished = [h for h, task in busy.items() if not task.done()]
+        for task in busy.values():
+            task.cancel()
+        if unfinished:
+            _LOG.warning("aborting %d replies still running after %.1f s", len(unfinished), timeout)
+            shutdown = RequestFailed("the server is shutting down")
+            await asyncio.wait([asyncio.create_task(h.end_replies(shutdown)) for h in unfinished],
+                               timeout=_END_REPLY_TIMEOUT)
+        handlers = list(self._handlers)
+        for handler in handlers:
+            await handler.stop()
+        closing = [asyncio.create_task(h.wait_closed()) for h in handlers]
         if closing:
             await asyncio.wait(closing, timeout=timeout)
 
-    def _connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> ChorusHandler:
-        handler = ChorusHandler(reader, writer, self)
+    async def _connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self._closing:
-            writer.close()  # shutting down: the handler reads EOF at once and ends
-        else:
-            self._handlers.add(handler)
-        return handler
+            writer.close()
+            return
+        handler = ChorusHandler(reader, writer, self)
+        self._handlers.add(handler)
+        await handler.run()
 
     def forget(self, handler: ChorusHandler) -> None:
         self._handlers.discard(handler)
@@ -239,6 +288,8 @@ class ChorusHandler(AsyncEventHandler):
         self._replies: asyncio.Queue[Reply] = asyncio.Queue()
         self._speaker: asyncio.Task | None = None
         self._closed = asyncio.Event()
+        self._speaking: tuple[Reply, _AudioOut] | None = None  # the reply being spoken and its audio so far
+        self._ending: ReplyError | None = None  # set when a shutdown ends every reply of this connection
 
     # ---- reading task ----------------------------------------------------------------------------------------
     async def handle_event(self, event: Event) -> bool:
@@ -345,15 +396,43 @@ class ChorusHandler(AsyncEventHandler):
                     await self._speak(reply)
                 finally:
                     self._replies.task_done()
+        except asyncio.CancelledError:
+            if self._ending is None:  # the client left: nobody to tell
+                raise
+            await self._end_all(self._ending)
         except ConnectionError:
             _LOG.debug("client went away mid-reply")
         except Exception:  # a bug: the client sees the connection close rather than waiting forever
             _LOG.exception("reply failed; closing the connection")
         await self.stop()
 
+    async def end_replies(self, error: ReplyError) -> None:
+        """Shutdown: abort the reply being spoken (its engine requests are closed) and every queued one, and end
+        each with `error`, audio-stop and, for a stream, synthesize-stopped."""
+        self._ending = error
+        if self._speaker is not None and not self._speaker.done():
+            self._speaker.cancel()
+            await asyncio.wait([self._speaker])
+
+    async def _end_all(self, error: ReplyError) -> None:
+        with contextlib.suppress(ConnectionError):
+            if self._speaking is not None:
+                reply, audio = self._speaking
+                await self._end(reply, audio, error)
+            while not self._replies.empty():
+                reply = self._replies.get_nowait()
+                await self._end(reply, _AudioOut(self, self._server.engine.sample_rate,
+                                                 self._server.samples_per_chunk), error)
+                self._replies.task_done()
+
+    async def _end(self, reply: Reply, audio: _AudioOut, error: ReplyError) -> None:
+        await self._error(error)
+        await audio.end(reply.streaming)
+
     async def _speak(self, reply: Reply) -> None:
         engine = self._server.engine
         audio = _AudioOut(self, engine.sample_rate, self._server.samples_per_chunk)
+        self._speaking = (reply, audio)
         voice = reply.voice or SynthesizeVoice()
         try:
             async with contextlib.aclosing(sentence_audio(engine, reply.sentences(), voice)) as pcm_chunks:
@@ -362,9 +441,8 @@ class ChorusHandler(AsyncEventHandler):
         except ReplyError as error:
             await self._error(error)
             await reply.wait_complete()
-        await audio.stop()
-        if reply.streaming:
-            await self.write_event(SynthesizeStopped().event())
+        await audio.end(reply.streaming)
+        self._speaking = None
 
 
 def _text(data: dict[str, Any]) -> str:

@@ -72,7 +72,9 @@ def chorus() -> ServiceThread:
     settings = Settings(
         server=ServerSettings(uri=f"tcp://127.0.0.1:{free_port()}", shutdown_timeout=5.0),
         zeroconf=ZeroconfSettings(enabled=False),
-        engine=EngineSettings(model="builtin:tiny", seed=1234),  # fixed seed: the same text, the same audio
+        # Fixed seed: the same text, the same audio. Replies as long as the text makes them (25 frames + 8 per text
+        # token), not the 4 s a random model gets by default: the tests need replies that are still running.
+        engine=EngineSettings(model="builtin:tiny", seed=1234, random_model_frames=1500),
         metrics=MetricsSettings(address="127.0.0.1", port=0),
     )
     running = ServiceThread(settings)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from dataclasses import replace
 
@@ -10,8 +11,9 @@ import openvino as ov
 import pytest
 
 from service.config import EngineSettings
+from service.device import available_devices, cpu_facts, resolve_device
 from service.engine import Engine
-from service.errors import InvalidText, RequestFailed, UnknownVoice
+from service.errors import InvalidText, RequestFailed, SetupError, UnknownVoice
 from service.metrics import Metrics
 from service.model.builtin import resolve_model
 
@@ -21,7 +23,7 @@ LONG = "The washing machine in the basement has finished its cycle and the cloth
 
 @pytest.fixture(scope="module")
 def engine():
-    engine = Engine(EngineSettings(max_batch=8))
+    engine = Engine(EngineSettings(max_batch=8, random_model_frames=1500))  # replies long enough to overlap
     engine.start()
     yield engine
     engine.stop()
@@ -154,9 +156,29 @@ async def test_closing_the_iterator_aborts_and_frees_blocks(engine):
 
 
 def test_engine_settings_reach_the_runner():
-    engine = Engine(replace(EngineSettings(), max_cache_blocks=9, kv_precision="bf16"))
+    # f16 runs on every CPU: as f16 where attention computes in f32 (AVX2), kept as bf16 where it computes in bf16
+    engine = Engine(replace(EngineSettings(), max_cache_blocks=9, kv_precision="f16"))
     assert engine.stats().blocks_total == 9
-    assert engine._runner.kv_precision in ("bf16", "f16")
+    assert engine._runner.kv_precision == cpu_facts().kv_caches("")["f16"]
+
+
+def test_the_default_settings_run_a_u8_cache_on_the_device_auto_picks():
+    runner = Engine(replace(EngineSettings(), max_cache_blocks=4))._runner
+    assert runner.kv_precision == "u8" and runner.device == resolve_device("AUTO", available_devices())
+
+
+@pytest.mark.parametrize("kv", ["bf16", "f32"])
+def test_a_kv_precision_the_cpu_cannot_run_is_one_line_naming_what_it_can(kv):
+    cpu = cpu_facts()
+    if cpu.kv_error(kv, "") is None:
+        pytest.skip(f"this CPU ({cpu.isa}) runs {kv} KV caches at its default {cpu.inference_precision('')} inference")
+    with pytest.raises(SetupError) as error:
+        Engine(replace(EngineSettings(), device="CPU", kv_precision=kv))
+    message = str(error.value)
+    assert message.startswith(f"engine.kv_precision {kv}: this CPU ({cpu.isa}) cannot run")
+    runnable = set(re.findall(r"\b(?:u8|f16|bf16|f32)\b", message.split("; it can run ")[1]))
+    assert set(cpu.kv_caches("")) <= runnable
+    assert "\n" not in message and error.value.__context__ is None  # raised before compiling, not from a plugin error
 
 
 def test_a_reader_whose_event_loop_has_closed_does_not_stop_the_engine(engine):

@@ -12,6 +12,7 @@ from openvino._offline_transformations import paged_attention_transformation
 from safetensors.numpy import load_file
 from tokenizers import Tokenizer
 
+from service.errors import SetupError
 from service.model import builtin
 from service.model.build import write_model_dir
 from service.model.code_predictor import build_code_predictor
@@ -219,9 +220,9 @@ def test_builtin_tiny_is_built_once_and_reused(tmp_path, monkeypatch):
     assert first.name == f"tiny-{builtin.builder_version()}"
     assert [p.name for p in first.parent.iterdir()] == [first.name]  # no temporary build left behind
     assert builtin.resolve_model(str(first)) == first
-    with pytest.raises(ValueError, match="builtin:nope"):
+    with pytest.raises(SetupError, match="builtin:nope"):
         builtin.resolve_model("builtin:nope")
-    with pytest.raises(ValueError, match="chorus.json"):
+    with pytest.raises(SetupError, match="chorus.json"):
         builtin.resolve_model(str(tmp_path))
 
 

@@ -17,6 +17,7 @@ from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, Synthesize
 
 from conftest import free_port
 from service.metrics import Metrics, MetricsServer
+from service.listeners import bind_listener
 from service.server import ChorusServer
 
 pytestmark = pytest.mark.asyncio
@@ -213,7 +214,7 @@ async def test_a_disconnect_mid_reply_aborts_the_request_and_frees_its_blocks(ch
 async def extra_server(chorus, uri: str) -> ChorusServer:
     """Another Wyoming server, started on the session's engine, for the test to stop."""
     engine_settings = chorus.service.settings.engine
-    server = ChorusServer(chorus.service.engine, uri, max_text_length=engine_settings.max_text_length,
+    server = ChorusServer(chorus.service.engine, bind_listener(uri, "server.uri", "--uri"), max_text_length=engine_settings.max_text_length,
                           samples_per_chunk=engine_settings.samples_per_chunk)
     await server.start()
     return server
@@ -243,15 +244,24 @@ async def test_shutdown_lets_a_running_reply_finish_and_refuses_new_rooms(chorus
         await asyncio.open_connection(HOST, port)
 
 
-async def test_shutdown_aborts_a_reply_that_outlasts_the_bound(chorus):
+@pytest.mark.parametrize("streaming", [False, True], ids=["one-shot", "stream"])
+async def test_shutdown_ends_a_reply_that_outlasts_the_bound_with_an_error_and_audio_stop(chorus, streaming):
     port = free_port()
     server = await extra_server(chorus, f"tcp://{HOST}:{port}")
+    if streaming:  # a stream whose synthesize-stop never comes: it could never finish by itself
+        opening = [SynthesizeStart().event(), SynthesizeChunk(SENTENCE).event()]
+    else:
+        opening = [Synthesize(SENTENCE).event()]
     async with AsyncTcpClient(HOST, port) as client:
-        await client.write_event(Synthesize(SENTENCE).event())
+        for event in opening:
+            await client.write_event(event)
         assert (await asyncio.wait_for(client.read_event(), TIMEOUT)).type == "audio-start"
         await asyncio.wait_for(server.stop(timeout=0.01), TIMEOUT)
-        events = await read_until(client, "audio-stop")  # ends when the server closes the connection
-    assert "audio-stop" not in [e.type for e in events], "the reply finished; the test proved nothing"
+        events = await read_until(client, "synthesize-stopped" if streaming else "audio-stop")
+    types = [e.type for e in events]
+    ending = ["error", "audio-stop"] + (["synthesize-stopped"] if streaming else [])
+    assert [t for t in types if t != "audio-chunk"][-len(ending):] == ending, types
+    assert "shutting down" in Error.from_event(events[types.index("error")]).text
     deadline = time.monotonic() + 10
     while chorus.service.engine.stats().blocks_used and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
@@ -358,7 +368,7 @@ async def test_metrics_endpoint_exports_the_contract_names_and_health(chorus):
 
 async def test_health_is_503_once_the_engine_loop_is_dead_and_unknown_paths_are_404():
     alive = True
-    server = MetricsServer(Metrics(), lambda: alive, HOST, 0)
+    server = MetricsServer(Metrics(), lambda: alive, bind_listener(f"tcp://{HOST}:0", "metrics.port", "--metrics-port"))
     await server.start()
 
     def status(path: str) -> int:

@@ -201,7 +201,7 @@ def test_the_engine_normalises_in_the_requests_or_the_voices_language(tmp_path, 
     assert [text for text, _ in built] == ["It is five degrees Celsius.", "Es ist fünf Grad Celsius.",
                                           "Es ist fünf Grad Celsius."]
     assert [(kw["language"], kw["speaker"], kw["instruct"]) for _, kw in built] == [
-        ("auto", "ryan", None), ("german", "ryan", "warm"), ("german", "ryan", None)]
+        ("english", "ryan", None), ("german", "ryan", "warm"), ("german", "ryan", None)]  # English detected
 
 
 SPEAKER_ENCODER = {"mel_dim": 128, "enc_dim": MANIFEST["hidden_size"], "enc_channels": [16, 16, 16, 16, 48],
@@ -299,10 +299,19 @@ async def test_a_voice_added_to_the_config_is_listed_at_the_next_describe(tmp_pa
                             "    maid: {instruct: A bright voice., language: de}\n")
         program = (await describe(service.port)).tts[0]
         assert [(v.name, v.languages) for v in program.voices] == [("butler", list(ALL)), ("maid", ["de"])]
-        assert program.voices[1].description == "designed voice: A bright voice."
+        assert program.voices[1].description.endswith("designed voice: A bright voice.")
         types = await speak(service.port, SynthesizeVoice(name="maid"))
         assert types[0] == "audio-start" and types[-1] == "audio-stop" and "audio-chunk" in types
         types = await speak(service.port, SynthesizeVoice(name="nobody"))
         assert "audio-chunk" not in types
     finally:
         await asyncio.to_thread(service.stop)
+
+
+def test_a_random_models_voices_say_they_are_test_voices():
+    voices = build_voices({"name": "tiny", "model_type": "custom_voice", "random_weights": True,
+                           "speakers": {"ryan": 3000}, "languages": {"english": 2050}}, VoicesSettings())
+    assert voices[0].description.startswith("test voice, random model, no speech")
+    real = build_voices({"name": "x", "model_type": "custom_voice", "speakers": {"ryan": 3000},
+                         "languages": {"english": 2050}}, VoicesSettings())
+    assert "test voice" not in real[0].description

@@ -39,8 +39,12 @@ def write_model_dir(out_dir, talker_weights: Mapping[str, np.ndarray], config: M
                     weight_dtype: str = "f32", *, name: str | None = None,
                     generation: Mapping | None = None, on_stage: Callable[[str], None] | None = None,
                     speaker_weights: Mapping[str, np.ndarray] | None = None,
-                    codec_encoder_weights: Mapping[str, np.ndarray] | None = None) -> Path:
+                    codec_encoder_weights: Mapping[str, np.ndarray] | None = None,
+                    random_weights: bool = False) -> Path:
     """Build every graph and write MODEL_DIR. weight_dtype "f16" stores graph constants in f16, "f32" exactly.
+
+    chorus.json records the weight format ("weights": f32 / f16 here; compression rewrites it to int8 / int4) and
+    `random_weights` (test and benchmark models), so that the server can say what it serves.
 
     `generation` overrides the sampling defaults (a checkpoint's generation_config.json); `name` defaults to the
     directory name; `on_stage(label)` is told before each part (building a real-size talker takes a while).
@@ -73,12 +77,14 @@ def write_model_dir(out_dir, talker_weights: Mapping[str, np.ndarray], config: M
     save_file(_embedding_tables(talker_weights, config), str(out / "embeddings.safetensors"))
     (out / "tokenizer.json").write_text(tokenizer_json, encoding="utf-8")
     write_manifest(out, config, codec_config, name or out.name, generation,
-                   codec_encoder=codec_encoder_weights is not None)
+                   codec_encoder=codec_encoder_weights is not None, weights=weight_dtype,
+                   random_weights=random_weights)
     return out
 
 
 def write_manifest(out: Path, config: Mapping, codec_config: Mapping, name: str,
-                   generation: Mapping | None, codec_encoder: bool = False) -> None:
+                   generation: Mapping | None, codec_encoder: bool = False, weights: str = "f32",
+                   random_weights: bool = False) -> None:
     talker = require(config, "talker_config", "config.json")
     decoder_config = require(codec_config, "decoder_config", "the speech tokenizer config")
     code_predictor = require(talker, "code_predictor_config", "talker_config")
@@ -86,6 +92,8 @@ def write_manifest(out: Path, config: Mapping, codec_config: Mapping, name: str,
         "format": FORMAT,
         "name": name,
         "model_type": require(config, "tts_model_type", "config.json"),
+        "weights": weights,
+        "random_weights": random_weights,
         "hidden_size": int(require(talker, "hidden_size", "talker_config")),
         "num_code_groups": int(require(talker, "num_code_groups", "talker_config")),
         "codec_vocab_size": int(require(talker, "vocab_size", "talker_config")),

@@ -1,4 +1,5 @@
-"""Resolves a model setting to a model directory, building the built-in tiny model on first use.
+"""Resolves a model setting to a model directory: a built-in model (built on first use), a hub model (downloaded and
+exported on first use, service/model/hub.py) or a model directory on disk.
 
 The tiny model is built once per version of the code that builds it (the cache key hashes those source files), so an
 upgrade never serves a stale directory. Concurrent first starts are safe: each process builds into its own
@@ -12,6 +13,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from service.errors import SetupError
+from service.model.hub import HUB_MODELS, hub_model, hub_repo
+
 BUILTIN_PREFIX = "builtin:"
 BUILTIN_MODELS = ("tiny",)
 # Every module whose code decides the bytes of the built directory.
@@ -19,17 +23,25 @@ _BUILDER_MODULES = ("build", "code_predictor", "codec_decoder", "codec_random", 
                     "text", "tokenizer")
 
 
-def resolve_model(spec: str) -> Path:
-    """"builtin:tiny" -> the cached tiny directory (built if missing); anything else -> that model directory."""
+def resolve_model(spec: str, data_dir: Path | str | None = None) -> Path:
+    """The model directory `spec` names: "builtin:NAME" (built if missing); else an existing path, which must be a
+    model directory; else a hub model, by short name ("0.6b-custom") or OWNER/NAME, downloaded and exported into
+    `data_dir` (default: hub.data_root()) on first use. Raises SetupError."""
     if spec.startswith(BUILTIN_PREFIX):
         name = spec[len(BUILTIN_PREFIX):]
         if name not in BUILTIN_MODELS:
-            raise ValueError(f"unknown built-in model {spec!r}; built in: "
+            raise SetupError(f"unknown built-in model {spec!r}; built in: "
                              + ", ".join(BUILTIN_PREFIX + known for known in BUILTIN_MODELS))
         return _cached_build(name)
     path = Path(spec).expanduser()
+    repo = None if path.exists() else hub_repo(spec)
+    if repo is not None:
+        return hub_model(repo, data_dir)
     if not (path / "chorus.json").is_file():
-        raise ValueError(f"{path} is not a model directory (no chorus.json); make one with scripts/make_model.py")
+        problem = "is not a model directory (no chorus.json)" if path.exists() else "does not exist"
+        raise SetupError(f"{path} {problem}; make a model directory from a Qwen3-TTS checkpoint with `wyoming-chorus "
+                         f"export CHECKPOINT -o MODEL_DIR`, or name a hub model ({', '.join(HUB_MODELS)} or "
+                         f"OWNER/NAME) to download one")
     return path
 
 

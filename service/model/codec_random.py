@@ -40,10 +40,15 @@ CODEC_PRESETS = {
 }
 
 _OUTPUT_RMS = 0.025  # final conv gain: the trunk reaches the last conv at an RMS of ~4
+# What a served random model (builtin:tiny, the benchmark presets) plays in a room: a quiet hiss (about -45 dBFS RMS,
+# peaks near -30 dBFS), not the -2 dBFS noise of the unit-scale gain, which tests of the decoder graph want.
+QUIET_OUTPUT_RMS = 0.0008
 
 
-def random_codec_decoder_weights(decoder_config: dict, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """f32 tensors keyed exactly like the "decoder.*" part of speech_tokenizer/model.safetensors."""
+def random_codec_decoder_weights(decoder_config: dict, rng: np.random.Generator,
+                                 output_rms: float = _OUTPUT_RMS) -> dict[str, np.ndarray]:
+    """f32 tensors keyed exactly like the "decoder.*" part of speech_tokenizer/model.safetensors; `output_rms`
+    scales the last conv (and so the waveform) linearly."""
     c = decoder_config
     w: dict[str, np.ndarray] = {}
 
@@ -128,6 +133,6 @@ def random_codec_decoder_weights(decoder_config: dict, rng: np.random.Generator)
             conv(f"{block}{unit}.conv2.conv", out_dim, out_dim, 1, gain=0.5)  # residual branch, not the trunk
     out_dim = dim // 2 ** len(rates)
     snake(f"decoder.{len(rates) + 1}", out_dim)
-    conv(f"decoder.{len(rates) + 2}.conv", 1, out_dim, 7, gain=_OUTPUT_RMS)
+    conv(f"decoder.{len(rates) + 2}.conv", 1, out_dim, 7, gain=output_rms)
     w[f"decoder.decoder.{len(rates) + 2}.conv.bias"][:] = 0.0  # no DC offset on the waveform
     return w

@@ -14,7 +14,7 @@ What each mode does to each graph, and why:
 
 INT8 moves the talker's logits by ~3.5% of their range at 0.6B dims (random weights; bf16 inference alone: ~1%).
 INT4 moved them by ~40% there: check a real checkpoint with scripts/compress_fidelity.py before serving it.
-The manifest records the mode as chorus.json "weights"; a directory without that key has float weights.
+The manifest records the mode as chorus.json "weights" (a float export says f32 or f16 there, or nothing).
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def compress_model_dir(model_dir: Path, mode: str, group_size: int = 128) -> dic
     model_dir = Path(model_dir)
     manifest_path = model_dir / "chorus.json"
     manifest = json.loads(manifest_path.read_text())
-    if "weights" in manifest:
+    if manifest.get("weights") in WEIGHT_MODES:
         raise ValueError(f"{model_dir} already has {manifest['weights']} weights; compress a float export")
     nncf = _import_nncf()
 

@@ -143,7 +143,7 @@ def write_preset_model(preset: str, out_dir, seed: int = 0):
     """A complete random-weight model directory: tiny in f32 (exact tests), the real sizes in f16."""
     # Imported here: the graph builders pull in OpenVINO, which the config helpers above do not need.
     from service.model.build import write_model_dir
-    from service.model.codec_random import CODEC_PRESETS, random_codec_decoder_weights
+    from service.model.codec_random import CODEC_PRESETS, QUIET_OUTPUT_RMS, random_codec_decoder_weights
 
     tokenizer_json = train_tokenizer(tokenizer_vocab_size(preset), list(TEXT_SPECIAL_TOKENS.values()))
     ids = special_token_ids(tokenizer_json, list(TEXT_SPECIAL_TOKENS.values()))
@@ -153,9 +153,10 @@ def write_preset_model(preset: str, out_dir, seed: int = 0):
                     "output_sample_rate": 24000, "decode_upsample_rate": 1920}
     # Separate streams so that the codec weights do not change when the talker's shapes do.
     talker_rng, codec_rng = (np.random.default_rng([seed, part]) for part in (0, 1))
-    return write_model_dir(out_dir, random_talker_weights(config, talker_rng), config,
-                           random_codec_decoder_weights(decoder_config, codec_rng), codec_config, tokenizer_json,
-                           weight_dtype="f32" if preset == "tiny" else "f16", name=preset)
+    codec_weights = random_codec_decoder_weights(decoder_config, codec_rng, QUIET_OUTPUT_RMS)
+    return write_model_dir(out_dir, random_talker_weights(config, talker_rng), config, codec_weights, codec_config,
+                           tokenizer_json,
+                           weight_dtype="f32" if preset == "tiny" else "f16", name=preset, random_weights=True)
 
 
 def _check(preset: str) -> str:

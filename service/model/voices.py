@@ -12,6 +12,7 @@ Home Assistant matches voices to a pipeline by language code ("en"), while Qwen3
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -142,6 +143,11 @@ def build_voices(manifest: dict, settings: VoicesSettings) -> tuple[VoiceInfo, .
                                 clip=CloneVoice(entry.name, clip, entry.text, entry.language)))
     if not voices:
         voices.append(voice(manifest["name"], f"Qwen3-TTS {manifest['name']} ({model_type})", default_language))
+    if manifest.get("random_weights"):
+        # Home Assistant shows the description as the voice's name: a random model's voices must not pass for real
+        # ones (they make noise, not speech).
+        voices = [dataclasses.replace(v, description=f"test voice, random model, no speech: {v.description}")
+                  for v in voices]
     seen: set[str] = set()
     for v in voices:
         if _fold(v.name) in seen:
