@@ -55,6 +55,8 @@ class Service:
             # Loading and compiling the model takes seconds; off the loop so signals are still handled meanwhile.
             self.engine = await asyncio.to_thread(Engine, s.engine, self.metrics, s.voices)
             self.engine.start()
+            for line in self.engine.summary():
+                _LOG.info("%s", line)
         except BaseException:
             wyoming_socket.close()
             if metrics_socket is not None:

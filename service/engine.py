@@ -21,6 +21,7 @@ import numpy as np
 from service.blocks import BlockManager
 from service.codec_output import CodecWorker, PcmSink
 from service.config import EngineSettings, VoicesSettings
+from service.device import cpu_facts
 from service.errors import InvalidText, QueueFull, RequestFailed
 from service.metrics import Metrics
 from service.model.builtin import resolve_model
@@ -79,6 +80,7 @@ class Engine:
         self.settings = settings
         self.metrics = metrics or Metrics()
         model_dir = resolve_model(settings.model, settings.data_dir)
+        self._model_dir = model_dir
         self._random_model = bool(json.loads((model_dir / "chorus.json").read_text()).get("random_weights"))
         self._voices = Voices(model_dir, voices or VoicesSettings())
         self._prompts = PromptBuilder(model_dir)
@@ -114,6 +116,25 @@ class Engine:
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="chorus-engine", daemon=True)
         self.metrics.kv_blocks_total.set(self._runner.num_blocks)
+
+    def summary(self) -> list[str]:
+        """What is being served, for the start-up log: the model, the device and its precision, the KV pool."""
+        manifest = json.loads((self._model_dir / "chorus.json").read_text())
+        random_note = ": RANDOM weights, its voices make noise, not speech" if manifest.get("random_weights") else ""
+        device = self._runner.device
+        if device == "CPU":
+            facts = cpu_facts()
+            device = f"CPU ({facts.isa}), inference {facts.inference_precision(self.settings.inference_precision)}"
+        blocks, block = self._runner.num_blocks, self._runner.block_size
+        # A typical reply: the prompt (~30 rows) and 10 s of speech at 12.5 frames per second.
+        per_room = -(-(30 + 125) // block)
+        return [
+            f"model {manifest['name']} ({manifest['model_type']}, {manifest.get('weights', 'float')} weights) "
+            f"from {self._model_dir}{random_note}",
+            f"device {device}, KV cache {self._runner.kv_precision}: {blocks} blocks of {block} tokens "
+            f"({blocks * block} tokens, {blocks * self._runner.bytes_per_block / 2**20:.0f} MiB), "
+            f"room for {blocks // per_room} replies of 10 s at once ({self.settings.max_batch} run in one batch)",
+        ]
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -167,15 +188,19 @@ class Engine:
         seed: int | None = None,
         codes_out: list[np.ndarray] | None = None,
         needed: asyncio.Event | None = None,
+        about: dict | None = None,
     ) -> AsyncIterator[bytes]:
         """Yields int16 little-endian mono PCM at `sample_rate` as it is generated.
 
         Closing the iterator early (or cancelling the task that reads it) aborts the request; its blocks are freed
         at the next step boundary. `codes_out`, when given, receives each frame's 16 codes (for --save-codes).
         `needed`, when given and not yet set, marks audio generated ahead of need: the scheduler runs it only where
-        it takes no place another request waits for, until the event is set.
+        it takes no place another request waits for, until the event is set. `about`, when given, receives the
+        voice, language and whether the language was told from the text ("voice", "language", "language_detected").
         """
         seq = await asyncio.to_thread(self._make_sequence, text, voice, speaker, language, seed)
+        if about is not None:
+            about.update(voice=seq.voice, language=seq.language, language_detected=seq.language_detected)
         seq.deferred = needed is not None and not needed.is_set()
         sink = PcmSink(asyncio.get_running_loop(), time.monotonic(), codes_out)
         with self._inbox.lock:
@@ -250,7 +275,7 @@ class Engine:
             raise InvalidText(str(error)) from error
         seq = self._sequence(prompt, seed)
         seq.codec_prefix = ref_codes
-        seq.language, seq.language_detected = code, detected
+        seq.voice, seq.language, seq.language_detected = chosen.name, code, detected
         return seq
 
     def _sequence(self, prompt: Prompt, seed: int | None, frame_cap: int | None = None) -> Sequence:

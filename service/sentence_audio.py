@@ -19,9 +19,10 @@ _END = None
 
 
 async def sentence_audio(engine: Any, sentences: AsyncIterator[str], voice: Any,
-                         lookahead: int = LOOKAHEAD) -> AsyncIterator[bytes]:
+                         lookahead: int = LOOKAHEAD, about: dict | None = None) -> AsyncIterator[bytes]:
     """PCM of every sentence in order. An error (of the text or of a sentence) is raised where it occurs in the
-    order, so the audio before it is still delivered. Closing the iterator aborts every sentence still running."""
+    order, so the audio before it is still delivered. Closing the iterator aborts every sentence still running.
+    `about` is handed to every sentence's request: the engine notes the voice and language it chose there."""
     slots = asyncio.Semaphore(lookahead)
     streams: asyncio.Queue = asyncio.Queue()  # one queue of PCM per sentence, in order; then _END or an error
     tasks: list[asyncio.Task] = []
@@ -29,7 +30,7 @@ async def sentence_audio(engine: Any, sentences: AsyncIterator[str], voice: Any,
     async def generate(sentence: str, out: asyncio.Queue, needed: asyncio.Event) -> None:
         try:
             chunks = engine.synthesize(sentence, voice=voice.name, speaker=voice.speaker, language=voice.language,
-                                       needed=needed)
+                                       needed=needed, about=about)
             async with contextlib.aclosing(chunks):
                 async for pcm in chunks:
                     out.put_nowait(pcm)

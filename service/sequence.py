@@ -75,7 +75,8 @@ class Sequence:
         self.deferred = False
         # In-context cloning: the clip's codes [n, 16], decoded before the generated frames and their audio dropped.
         self.codec_prefix: np.ndarray | None = None
-        # The language code it speaks (None: the model decides) and whether it was detected from the text.
+        # The voice, the language code it speaks (None: the model decides) and whether that was told from the text.
+        self.voice: str | None = None
         self.language: str | None = None
         self.language_detected = False
         self.trailing_text = np.asarray(trailing_text, dtype=np.float32)

@@ -43,6 +43,7 @@ from wyoming.server import AsyncEventHandler
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped, SynthesizeVoice
 
 from service.errors import InvalidText, MalformedEvent, ReplyError, RequestFailed, UnexpectedEvent
+from service.reply_log import ReplyLog
 from service.sentence_audio import sentence_audio
 from service.sentences import StreamingSentences
 
@@ -69,7 +70,8 @@ class SpeechEngine(Protocol):
     sample_rate: int
 
     def synthesize(
-        self, text: str, voice: str | None = None, speaker: str | None = None, language: str | None = None
+        self, text: str, voice: str | None = None, speaker: str | None = None, language: str | None = None,
+        about: dict | None = None,
     ) -> AsyncIterator[bytes]: ...
 
 
@@ -119,6 +121,7 @@ class Reply:
         self.streaming = streaming
         self._max_text_length = max_text_length
         self._length = 0
+        self.text_since: float | None = None  # when the first text arrived
         self._splitter = StreamingSentences()
         self._sentences: deque[str] = deque()
         self._pending_until: float | None = None  # when the held text is taken as a sentence, if it ends like one
@@ -130,6 +133,8 @@ class Reply:
         if self._complete or self._error is not None:
             return
         self._length += len(text)
+        if self.text_since is None and text.strip():
+            self.text_since = time.monotonic()
         if self._length > self._max_text_length:  # checked before splitting: no regex over a huge text
             self.fail(InvalidText(f"the text is longer than {self._max_text_length} characters"))
             return
@@ -138,6 +143,10 @@ class Reply:
         hold = self._splitter.hold
         self._pending_until = None if hold is None else time.monotonic() + hold
         self._changed.set()
+
+    @property
+    def characters(self) -> int:
+        return self._length
 
     def finish(self) -> None:
         """The client has sent all the text."""
@@ -290,6 +299,8 @@ class ChorusHandler(AsyncEventHandler):
         self._closed = asyncio.Event()
         self._speaking: tuple[Reply, _AudioOut] | None = None  # the reply being spoken and its audio so far
         self._ending: ReplyError | None = None  # set when a shutdown ends every reply of this connection
+        peer = writer.get_extra_info("peername")
+        self._peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "a local socket"
 
     # ---- reading task ----------------------------------------------------------------------------------------
     async def handle_event(self, event: Event) -> bool:
@@ -433,16 +444,29 @@ class ChorusHandler(AsyncEventHandler):
         engine = self._server.engine
         audio = _AudioOut(self, engine.sample_rate, self._server.samples_per_chunk)
         self._speaking = (reply, audio)
+        log = ReplyLog(self._peer, engine.sample_rate, _SAMPLE_WIDTH * _CHANNELS)
         voice = reply.voice or SynthesizeVoice()
+        status = "aborted: the client left"  # unless it gets further than a cancellation
         try:
-            async with contextlib.aclosing(sentence_audio(engine, reply.sentences(), voice)) as pcm_chunks:
-                async for pcm in pcm_chunks:
-                    await audio.write(pcm)
-        except ReplyError as error:
-            await self._error(error)
-            await reply.wait_complete()
-        await audio.end(reply.streaming)
-        self._speaking = None
+            try:
+                sentences = sentence_audio(engine, reply.sentences(), voice, about=log.about)
+                async with contextlib.aclosing(sentences) as pcm_chunks:
+                    async for pcm in pcm_chunks:
+                        log.audio(pcm)
+                        await audio.write(pcm)
+                status = "ok"
+            except ReplyError as error:
+                status = f"error {error.code}: {error}"
+                await self._error(error)
+                await reply.wait_complete()
+            await audio.end(reply.streaming)
+            self._speaking = None
+        except asyncio.CancelledError:
+            if self._ending is not None:
+                status = f"aborted: {self._ending}"
+            raise
+        finally:
+            log.done(status, reply.characters, reply.text_since)
 
 
 def _text(data: dict[str, Any]) -> str:
