@@ -41,7 +41,7 @@ _LOG = logging.getLogger(__name__)
 _FRAMES_PER_TEXT_TOKEN = 8
 _FRAMES_BASE = 25
 
-# chorus_requests_total's status label by how a request ended (a frame cap is a complete, if cut, reply)
+# chorus_sentences_total's status label by how a request ended (a frame cap is a complete, if cut, reply)
 _STATUS = {
     FinishReason.EOS: "ok",
     FinishReason.FRAME_CAP: "ok",
@@ -360,7 +360,7 @@ class Engine:
             sink = self._sinks.pop(seq.id, None)
         if sink is None:
             return
-        self.metrics.requests_total.labels(status=_STATUS[seq.finish_reason]).inc()
+        self.metrics.sentences_total.labels(status=_STATUS[seq.finish_reason]).inc()
         if seq.finish_reason is FinishReason.REJECTED:
             self._codec.fail(seq.id, sink, QueueFull(seq.error or "the server is busy"))
         elif seq.finish_reason is FinishReason.ERROR:

@@ -25,13 +25,22 @@ class Metrics:
         r = self.registry
         self.kv_blocks_total = Gauge("chorus_kv_blocks_total", "KV cache blocks in the pool", registry=r)
         self.kv_blocks_used = Gauge("chorus_kv_blocks_used", "KV cache blocks held by requests", registry=r)
-        self.requests_running = Gauge("chorus_requests_running", "Requests in the running batch", registry=r)
-        self.requests_waiting = Gauge("chorus_requests_waiting", "Requests waiting to be admitted", registry=r)
+        # The engine's requests are sentences: a reply of three sentences is three of them.
+        self.requests_running = Gauge("chorus_requests_running", "Sentences in the running batch", registry=r)
+        self.requests_waiting = Gauge(
+            "chorus_requests_waiting", "Sentences waiting to be admitted (preempted ones re-enter past "
+            "engine.max_waiting, so this can exceed it)", registry=r)
+        # What clients asked for: one per synthesize event or stream, refused ones included (bad text, unknown
+        # voice, malformed data, queue full), so that the sum over statuses is the number of requests received.
         self.requests_total = Counter(
-            "chorus_requests_total", "Finished requests by outcome", ["status"], registry=r
+            "chorus_requests_total", "Replies (synthesize requests and streams) by outcome", ["status"], registry=r
+        )
+        self.sentences_total = Counter(
+            "chorus_sentences_total", "Sentences the engine finished, by outcome", ["status"], registry=r
         )
         for status in REQUEST_STATUSES:  # export every outcome from the start, not only once it has happened
             self.requests_total.labels(status=status)
+            self.sentences_total.labels(status=status)
         self.frames_total = Counter("chorus_frames_total", "Audio frames generated", registry=r)
         self.preemptions_total = Counter(
             "chorus_preemptions_total", "Requests preempted (blocks freed, recomputed later)", registry=r

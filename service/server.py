@@ -42,7 +42,8 @@ from wyoming.info import Attribution, Describe, Info, TtsProgram, TtsVoice
 from wyoming.server import AsyncEventHandler
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped, SynthesizeVoice
 
-from service.errors import InvalidText, MalformedEvent, ReplyError, RequestFailed, UnexpectedEvent
+from service.errors import InvalidText, MalformedEvent, QueueFull, ReplyError, RequestFailed, UnexpectedEvent
+from service.metrics import Metrics
 from service.reply_log import ReplyLog
 from service.sentence_audio import sentence_audio
 from service.sentences import StreamingSentences
@@ -235,8 +236,9 @@ class ChorusServer:
     """
 
     def __init__(self, engine: SpeechEngine, listener: socket.socket, *, max_text_length: int,
-                 samples_per_chunk: int):
+                 samples_per_chunk: int, metrics: Metrics | None = None):
         self.engine = engine
+        self.metrics = metrics or Metrics()
         self.max_text_length = max_text_length
         self.samples_per_chunk = samples_per_chunk
         self.version = program_version()
@@ -432,6 +434,7 @@ class ChorusHandler(AsyncEventHandler):
                 await self._end(reply, audio, error)
             while not self._replies.empty():
                 reply = self._replies.get_nowait()
+                self._server.metrics.requests_total.labels(status="aborted").inc()  # never reached _speak
                 await self._end(reply, _AudioOut(self, self._server.engine.sample_rate,
                                                  self._server.samples_per_chunk), error)
                 self._replies.task_done()
@@ -446,7 +449,7 @@ class ChorusHandler(AsyncEventHandler):
         self._speaking = (reply, audio)
         log = ReplyLog(self._peer, engine.sample_rate, _SAMPLE_WIDTH * _CHANNELS)
         voice = reply.voice or SynthesizeVoice()
-        status = "aborted: the client left"  # unless it gets further than a cancellation
+        status, counted = "aborted: the client left", "aborted"  # unless it gets further than a cancellation
         try:
             try:
                 sentences = sentence_audio(engine, reply.sentences(), voice, about=log.about)
@@ -454,9 +457,10 @@ class ChorusHandler(AsyncEventHandler):
                     async for pcm in pcm_chunks:
                         log.audio(pcm)
                         await audio.write(pcm)
-                status = "ok"
+                status = counted = "ok"
             except ReplyError as error:
                 status = f"error {error.code}: {error}"
+                counted = "rejected" if isinstance(error, QueueFull) else "error"
                 await self._error(error)
                 await reply.wait_complete()
             await audio.end(reply.streaming)
@@ -466,6 +470,7 @@ class ChorusHandler(AsyncEventHandler):
                 status = f"aborted: {self._ending}"
             raise
         finally:
+            self._server.metrics.requests_total.labels(status=counted).inc()
             log.done(status, reply.characters, reply.text_since)
 
 

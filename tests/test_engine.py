@@ -152,7 +152,7 @@ async def test_closing_the_iterator_aborts_and_frees_blocks(engine):
             break
         await asyncio.sleep(0.01)
     assert engine.stats().blocks_used == 0
-    assert engine.metrics.requests_total.labels(status="aborted")._value.get() >= 1
+    assert engine.metrics.sentences_total.labels(status="aborted")._value.get() >= 1
 
 
 def test_engine_settings_reach_the_runner():

@@ -385,3 +385,21 @@ async def test_health_is_503_once_the_engine_loop_is_dead_and_unknown_paths_are_
         assert await asyncio.to_thread(status, "/nothing") == 404
     finally:
         await server.stop()
+
+
+async def test_every_request_received_is_counted_once_refused_ones_included(chorus):
+    statuses = ("ok", "error", "aborted", "rejected")
+
+    def counts(samples):
+        return {s: samples[f"chorus_requests_total{{status={s}}}"] for s in statuses}
+
+    before = counts(await metrics(chorus))
+    await send(chorus.port, Synthesize(SENTENCE).event())                                        # ok
+    await send(chorus.port, SynthesizeStart().event(), SynthesizeChunk(SENTENCE).event(), SynthesizeStop().event(),
+               last_type="synthesize-stopped")                                                   # ok, a stream
+    await send(chorus.port, Synthesize("").event())                                              # empty text
+    await send(chorus.port, Synthesize(SENTENCE, voice=SynthesizeVoice("nobody")).event())       # unknown voice
+    await send(chorus.port, Event("synthesize", {"text": 42}))                                   # malformed
+    after = counts(await metrics(chorus))
+    delta = {s: after[s] - before[s] for s in statuses}
+    assert delta == {"ok": 2, "error": 3, "aborted": 0, "rejected": 0}, delta
