@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 import socket
+import subprocess
 import threading
+import uuid
 
 import pytest
 
@@ -81,3 +85,34 @@ def chorus() -> ServiceThread:
     running.start()
     yield running
     running.stop()
+
+
+@pytest.fixture
+def blackholed_netns():
+    """A network namespace whose one interface has the address 10.254.0.1 and whose default route leads to a second
+    namespace that drops every packet not for itself (it does not forward): outbound traffic vanishes without an
+    answer, as on a network that silently drops it, and nothing can reach the real network. Yields the command
+    prefix that runs a program inside."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("needs root and iproute2 to make a network namespace")
+    tag = uuid.uuid4().hex[:6]
+    inside, sink = f"chorus-in-{tag}", f"chorus-sink-{tag}"
+    setup = [
+        ["ip", "netns", "add", inside], ["ip", "netns", "add", sink],
+        ["ip", "link", "add", f"cin{tag}", "type", "veth", "peer", "name", f"csk{tag}"],
+        ["ip", "link", "set", f"cin{tag}", "netns", inside], ["ip", "link", "set", f"csk{tag}", "netns", sink],
+        ["ip", "-n", sink, "link", "set", "lo", "up"], ["ip", "-n", sink, "link", "set", f"csk{tag}", "up"],
+        ["ip", "-n", sink, "addr", "add", "10.254.0.2/24", "dev", f"csk{tag}"],
+        ["ip", "-n", inside, "link", "set", "lo", "up"], ["ip", "-n", inside, "link", "set", f"cin{tag}", "up"],
+        ["ip", "-n", inside, "addr", "add", "10.254.0.1/24", "dev", f"cin{tag}"],
+        ["ip", "-n", inside, "route", "add", "default", "via", "10.254.0.2"],
+    ]
+    try:
+        for command in setup:
+            done = subprocess.run(command, capture_output=True, text=True)
+            if done.returncode != 0:
+                pytest.skip(f"cannot make a network namespace here: {' '.join(command)}: {done.stderr.strip()}")
+        yield ["ip", "netns", "exec", inside]
+    finally:
+        for name in (inside, sink):
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)
