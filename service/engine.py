@@ -28,7 +28,7 @@ from service.model.builtin import resolve_model
 from service.model.clone import ClipCodes, ClipError, SpeakerEmbeddings
 from service.model.language import choose_language, load_detector
 from service.model.normalize import normalize
-from service.model.prompt import Prompt, PromptBuilder
+from service.model.prompt import Prompt, PromptBuilder, PromptError
 from service.model.voices import VoiceInfo, Voices
 from service.runner import PagedRunner, RunnerOptions
 from service.scheduler import Scheduler
@@ -271,7 +271,7 @@ class Engine:
             with self._prompt_lock:
                 prompt = self._prompts.build(spoken, speaker=chosen.speaker, language=model_language,
                                              instruct=chosen.instruct, **clone_layout)
-        except ValueError as error:  # text that cannot be put into the prompt frame
+        except PromptError as error:  # text that cannot be put into the prompt frame
             raise InvalidText(str(error)) from error
         seq = self._sequence(prompt, seed)
         seq.codec_prefix = ref_codes

@@ -49,6 +49,11 @@ _ROLE = "<|im_start|>assistant\n"
 _CLOSE = "<|im_end|>\n<|im_start|>assistant\n"
 
 
+class PromptError(ValueError):
+    """A request that cannot be put into the prompt frame (its text, speaker, language or clip): the client's
+    mistake, reported to it. Any other exception from here is a bug, and is logged as one."""
+
+
 @dataclass(frozen=True)
 class Prompt:
     prefill: np.ndarray     # f32 [P, H]: the rows of the first talker step(s)
@@ -83,15 +88,15 @@ class PromptBuilder:
         overrides the builder's layout for this prompt. `ref_text` and `ref_codes` (the clip's transcript and its
         codes [frames, 16]) make an in-context cloning prompt (with the clip's `speaker_embedding`)."""
         if speaker_embedding is not None and speaker:
-            raise ValueError("a prompt has either a speaker or a speaker embedding, not both")
+            raise PromptError("a prompt has either a speaker or a speaker embedding, not both")
         if (ref_text is None) != (ref_codes is None) or (ref_codes is not None and speaker_embedding is None):
-            raise ValueError("in-context cloning needs the clip's transcript, codes and speaker embedding")
+            raise PromptError("in-context cloning needs the clip's transcript, codes and speaker embedding")
         non_streaming = self.non_streaming_mode if non_streaming_mode is None else non_streaming_mode
         ids = self._encode(_ROLE + text + _CLOSE)
         role, close = len(self._role_ids), len(self._close_ids)
         text_ids = ids[role:len(ids) - close]
         if ids[:role] != self._role_ids or ids[len(ids) - close:] != self._close_ids or not text_ids:
-            raise ValueError(f"text {text[:40]!r} does not tokenize to a non-empty text between the prompt frame")
+            raise PromptError(f"text {text[:40]!r} does not tokenize to a non-empty text between the prompt frame")
         instruct_ids = (self._encode(f"<|im_start|>user\n{instruct}<|im_end|>\n")
                         if instruct and self.manifest.get("supports_instruct", True) else [])
         ref_ids = self._ref_ids(ref_text) if ref_text is not None else []
@@ -112,7 +117,7 @@ class PromptBuilder:
             text = np.concatenate([ref_rows, text_rows, tts_eos[None]])
             codes = np.asarray(ref_codes, np.int64)
             if codes.ndim != 2 or codes.shape[1] != 1 + len(self._cp_codec_embedding) or not len(codes):
-                raise ValueError(f"the clip's codes must be [frames, {1 + len(self._cp_codec_embedding)}], "
+                raise PromptError(f"the clip's codes must be [frames, {1 + len(self._cp_codec_embedding)}], "
                                  f"got {list(codes.shape)}")
             frames = c[codes[:, 0]] + sum(table[codes[:, i + 1]] for i, table in enumerate(self._cp_codec_embedding))
             codec_track = np.concatenate([c[ids_of["bos"]][None], frames])
@@ -144,13 +149,13 @@ class PromptBuilder:
         languages, speakers = self.manifest["languages"], self.manifest["speakers"]
         language = (language or "auto").lower()
         if language != "auto" and language not in languages:
-            raise ValueError(f"unknown language {language!r}; the model knows auto, {', '.join(languages)}")
+            raise PromptError(f"unknown language {language!r}; the model knows auto, {', '.join(languages)}")
         language_id = languages.get(language)
         speaker_id = None
         if speaker:
             speaker = speaker.lower()
             if speaker not in speakers:
-                raise ValueError(f"unknown speaker {speaker!r}; the model has {', '.join(speakers) or 'none'}")
+                raise PromptError(f"unknown speaker {speaker!r}; the model has {', '.join(speakers) or 'none'}")
             speaker_id = speakers[speaker]
             # A dialect speaker speaks its dialect when the language is Chinese or left to the model.
             dialect = self.manifest.get("speaker_is_dialect", {}).get(speaker, False)
