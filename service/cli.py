@@ -54,7 +54,7 @@ class Service:
                 metrics_socket = bind_listener(f"tcp://{host}:{s.metrics.port}", "metrics.port", "--metrics-port")
             # Loading and compiling the model takes seconds; off the loop so signals are still handled meanwhile.
             self.engine = await asyncio.to_thread(Engine, s.engine, self.metrics, s.voices)
-            self.engine.start()
+            await asyncio.to_thread(self.engine.start)  # the warm-up compiles: signals are handled meanwhile
             for line in self.engine.summary():
                 _LOG.info("%s", line)
         except BaseException:
@@ -96,7 +96,13 @@ class Service:
             await asyncio.to_thread(self.engine.stop, timeout)
 
 
-async def serve(settings: Settings) -> None:
+# How often the server checks that the engine is alive; a dead engine would otherwise answer every room with errors.
+_WATCHDOG_SECONDS = 0.5
+
+
+async def serve(settings: Settings) -> int:
+    """Until SIGINT/SIGTERM (exit code 0), or until the engine dies (1: a supervisor restarts the server, where
+    serving errors for ever would leave a house mute)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -104,8 +110,15 @@ async def serve(settings: Settings) -> None:
     service = Service(settings)
     try:
         await service.start()
-        await stop.wait()
+        signalled = asyncio.create_task(stop.wait())
+        while not signalled.done():
+            await asyncio.wait([signalled], timeout=_WATCHDOG_SECONDS)
+            if not signalled.done() and not service.engine.alive:
+                signalled.cancel()
+                _LOG.error("the engine has stopped; exiting so that the server can be restarted")
+                return 1
         _LOG.info("stopping")
+        return 0
     finally:
         await service.stop()
 
@@ -280,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if is_synth:
             return synth(settings, args)
-        asyncio.run(serve(settings))
+        return asyncio.run(serve(settings))
     except ConfigError as error:  # a voices section that does not fit the model: known once the model is read
         print(f"{PROG}: config error: {error}", file=sys.stderr)
         return 2
@@ -290,4 +303,3 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as error:  # the port is taken, the socket path is not writable, ...
         print(f"{PROG}: {error}", file=sys.stderr)
         return 1
-    return 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,8 +36,13 @@ class PcmSink:
         self.done = False
 
     def codes_seen(self, codes: np.ndarray) -> None:
+        """Called on the engine thread; the caller's list is appended to on the caller's own loop."""
         if self.codes_out is not None:
-            self.codes_out.append(np.array(codes, dtype=np.int32))
+            copy = np.array(codes, dtype=np.int32)
+            try:
+                self._loop.call_soon_threadsafe(self.codes_out.append, copy)
+            except RuntimeError:  # the reader's loop has closed
+                pass
 
     def put(self, chunk: bytes) -> None:
         self._send(chunk)
@@ -78,10 +83,17 @@ class _Stream:
 
 
 class CodecWorker:
-    def __init__(self, model_dir: Path, inference_precision: str):
+    """`on_failure(seq_id, error)` is told, on the codec thread, when decoding a request's frames fails: the engine
+    then ends that request through its one abort path (so no frame more is generated for it), and its sink learns of
+    the error from the fail() that follows. Without it, the sink is failed directly."""
+
+    def __init__(self, model_dir: Path, inference_precision: str,
+                 on_failure: Callable[[int, Exception], None] | None = None):
         self._decoder = StreamingCodecDecoder(model_dir / "codec_decoder.xml", inference_precision)
+        self._on_failure = on_failure
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._streams: dict[int, _Stream] = {}
+        self._failed: set[int] = set()  # requests whose decoding failed: their frames still queued are dropped
         self._thread = threading.Thread(target=self._run, name="chorus-codec", daemon=True)
 
     def start(self) -> None:
@@ -97,7 +109,7 @@ class CodecWorker:
         self._jobs.put(None)
         self._thread.join(timeout)
 
-    # Called from the engine thread (prime: before the request is queued); the work happens on the codec thread,
+    # Called from the engine thread (prime: before the request's first step); the work happens on the codec thread,
     # in order.
     def prime(self, seq_id: int, sink: PcmSink, codes: np.ndarray) -> None:
         """Decode `codes` [n, 16] first and drop their audio: the decoder's causal state then continues from them.
@@ -127,9 +139,17 @@ class CodecWorker:
                 self._handle(kind, seq_id, sink, payload)
             except Exception as error:  # a decoder failure ends this reply only
                 self._streams.pop(seq_id, None)
-                sink.fail(error)
+                if self._on_failure is None:
+                    sink.fail(error)
+                else:
+                    self._failed.add(seq_id)
+                    self._on_failure(seq_id, error)
 
     def _handle(self, kind: str, seq_id: int, sink: PcmSink, payload) -> None:
+        if seq_id in self._failed:
+            if kind in ("prime", "frame"):
+                return  # its decoder state is gone: decoding on from zero would be wrong audio
+            self._failed.discard(seq_id)
         if kind == "prime":
             stream = self._streams[seq_id] = _Stream(self._decoder.new_stream())
             self._decoder.push(stream.state, payload)

@@ -10,11 +10,12 @@ import asyncio
 import itertools
 import json
 import logging
+import queue
 import random
 import threading
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from service.blocks import BlockManager
 from service.codec_output import CodecWorker, PcmSink
 from service.config import EngineSettings, VoicesSettings
 from service.device import cpu_facts
+from service.engine_messages import Abort, Add, CodecFailed, Message, Promote, Stop
 from service.errors import InvalidText, QueueFull, RequestFailed
 from service.metrics import Metrics
 from service.model.builtin import resolve_model
@@ -60,20 +62,6 @@ class EngineStats:
     alive: bool
 
 
-@dataclass
-class _Inbox:
-    """What asyncio tasks hand to the engine thread; drained at every step boundary."""
-
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    wake: threading.Condition = field(init=False)
-    new: list[Sequence] = field(default_factory=list)
-    aborts: list[int] = field(default_factory=list)
-    promotions: list[int] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.wake = threading.Condition(self.lock)
-
-
 class Engine:
     def __init__(self, settings: EngineSettings, metrics: Metrics | None = None,
                  voices: VoicesSettings | None = None):
@@ -109,11 +97,17 @@ class Engine:
             token_budget=settings.step_token_budget,
             policy=settings.policy,
         )
-        self._codec = CodecWorker(model_dir, settings.inference_precision)
+        self._codec = CodecWorker(model_dir, settings.inference_precision, on_failure=self._codec_failed)
+        # Owned by the engine thread alone: the sink of every request it holds, and whether it is stopping.
         self._sinks: dict[int, PcmSink] = {}
-        self._inbox = _Inbox()
+        self._stopping = False
+        # The one way into the engine thread. `_accepting` says whether that thread will still read a message put
+        # now: it is set at start, and cleared (under `_life`) when the thread ends, before it fails whatever is
+        # left, so that no request can slip in behind the last look and wait for ever.
+        self._inbox: queue.SimpleQueue[Message] = queue.SimpleQueue()
+        self._life = threading.Lock()
+        self._accepting = False
         self._ids = itertools.count()
-        self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="chorus-engine", daemon=True)
         self.metrics.kv_blocks_total.set(self._runner.num_blocks)
 
@@ -138,8 +132,10 @@ class Engine:
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
     def start(self) -> None:
+        """Blocks for the warm-up (seconds on a big model): call it off the event loop."""
         self._warm_up()
         self._codec.start()
+        self._accepting = True
         self._thread.start()
 
     def _warm_up(self) -> None:
@@ -156,13 +152,15 @@ class Engine:
         load_detector()  # 0.5-1 s: here, not in the first room's time to first audio
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Abort whatever still runs, then stop both threads."""
-        with self._inbox.lock:
-            self._inbox.aborts.extend(self._sinks)
-            self._stopping.set()
-            self._inbox.wake.notify()
+        """Abort whatever still runs (every reader sees an error), then stop both threads."""
+        self._send(Stop())
         self._thread.join(timeout)
         self._codec.stop(timeout)
+
+    @property
+    def alive(self) -> bool:
+        """Whether a request made now will be served: the one place that decides it."""
+        return self._accepting and self._thread.is_alive() and self._codec.is_alive()
 
     def stats(self) -> EngineStats:
         return EngineStats(
@@ -170,7 +168,7 @@ class Engine:
             blocks_used=self.blocks.num_used,
             running=len(self.scheduler.running),
             waiting=len(self.scheduler.waiting),
-            alive=self._thread.is_alive() and self._codec.is_alive(),
+            alive=self.alive,
         )
 
     @property
@@ -203,14 +201,8 @@ class Engine:
             about.update(voice=seq.voice, language=seq.language, language_detected=seq.language_detected)
         seq.deferred = needed is not None and not needed.is_set()
         sink = PcmSink(asyncio.get_running_loop(), time.monotonic(), codes_out)
-        with self._inbox.lock:
-            if not (self._thread.is_alive() and self._codec.is_alive()) or self._stopping.is_set():
-                raise RequestFailed("the engine is not running")
-            self._sinks[seq.id] = sink
-            if seq.codec_prefix is not None:  # queued before any of its frames can be
-                self._codec.prime(seq.id, sink, seq.codec_prefix)
-            self._inbox.new.append(seq)
-            self._inbox.wake.notify()
+        if not self._send(Add(seq, sink)):
+            raise RequestFailed("the engine is not running")
         promoter = asyncio.create_task(self._promote_when(needed, seq.id)) if seq.deferred else None
         try:
             async for chunk in sink:
@@ -229,14 +221,22 @@ class Engine:
 
     async def _promote_when(self, needed: asyncio.Event, seq_id: int) -> None:
         await needed.wait()
-        with self._inbox.lock:
-            self._inbox.promotions.append(seq_id)
-            self._inbox.wake.notify()
+        self._send(Promote(seq_id))
 
     def abort(self, seq_id: int) -> None:
-        with self._inbox.lock:
-            self._inbox.aborts.append(seq_id)
-            self._inbox.wake.notify()
+        self._send(Abort(seq_id))  # a stopped engine has already failed every request it held
+
+    def _send(self, message: Message) -> bool:
+        """Hands `message` to the engine thread; False when that thread no longer reads messages."""
+        with self._life:
+            if self._accepting:
+                self._inbox.put(message)
+            return self._accepting
+
+    def _codec_failed(self, seq_id: int, error: Exception) -> None:
+        """Called on the codec thread: the request is ended (and no frame more made) by the engine thread."""
+        _LOG.error("codec decoder failed for request %d: %s", seq_id, error)
+        self._send(CodecFailed(seq_id, f"the audio decoder failed: {error}"))
 
     def _make_sequence(self, text, voice, speaker, language, seed) -> Sequence:
         from service.model.clean_text import clean_text  # TODO(lead): move to the imports at the top
@@ -308,56 +308,99 @@ class Engine:
 
     # ---- the engine thread -----------------------------------------------------------------------------------
     def _run(self) -> None:
+        """schedule -> step -> update until stopped; messages are read between steps (blocking while idle)."""
+        idle = False
         try:
-            while True:
-                if not self._drain_inbox():
-                    return
+            while not (self._stopping and not self.scheduler.has_work()):
+                self._read_messages(wait=idle)
                 entries = self.scheduler.schedule()
-                if not entries:
-                    self._idle()
-                    continue
-                started = time.perf_counter()
-                output = self._runner.step(entries)
-                result = self.scheduler.update(entries, output)
-                self._observe_step(len(entries), time.perf_counter() - started, result)
-                for seq, codes in result.new_frames:
-                    self._sinks[seq.id].codes_seen(codes)
-                    self._codec.push(seq.id, self._sinks[seq.id], codes)
-                for seq in result.finished:
-                    self._finish(seq)
+                idle = not entries
+                if entries:
+                    self._step(entries)
+                else:
+                    self.scheduler.check_integrity()
+                    self._update_gauges()
         except Exception:  # a bug in the loop must end every reply, not hang the callers
             _LOG.exception("engine loop crashed")
-            with self._inbox.lock:
-                sinks, self._sinks = self._sinks, {}
-            for sink in sinks.values():
-                sink.fail(RequestFailed("the engine stopped"))
+        finally:
+            self._close()
 
-    def _drain_inbox(self) -> bool:
-        with self._inbox.lock:
-            new, self._inbox.new = self._inbox.new, []
-            aborts, self._inbox.aborts = self._inbox.aborts, []
-            promotions, self._inbox.promotions = self._inbox.promotions, []
-            stopping = self._stopping.is_set()
-        for seq in new:
-            if not self.scheduler.add(seq):  # refused on the spot: queue full, or it could never fit the pool
+    def _step(self, entries) -> None:
+        started = time.perf_counter()
+        try:
+            output = self._runner.step(entries)
+        except Exception as error:  # a fault in one step ends the requests in it; the engine goes on
+            _LOG.exception("a step of %d requests failed", len(entries))
+            failed = self.scheduler.finish_requests([e.seq.id for e in entries], FinishReason.ERROR,
+                                                    f"generation failed: {error}")
+            for seq in failed:
                 self._finish(seq)
-        for seq_id in promotions:
-            self.scheduler.promote(seq_id)
-        if aborts:
-            for seq in self.scheduler.finish_requests(aborts, FinishReason.ABORTED):
-                self._finish(seq)
-        return not (stopping and not self.scheduler.has_work())
+            return
+        result = self.scheduler.update(entries, output)
+        self._observe_step(len(entries), time.perf_counter() - started, result)
+        for seq, codes in result.new_frames:
+            sink = self._sinks[seq.id]
+            sink.codes_seen(codes)
+            self._codec.push(seq.id, sink, codes)
+        for seq in result.finished:
+            self._finish(seq)
 
-    def _idle(self) -> None:
-        self.scheduler.check_integrity()
-        self._update_gauges()
-        with self._inbox.lock:
-            if not (self._inbox.new or self._inbox.aborts or self._inbox.promotions or self._stopping.is_set()):
-                self._inbox.wake.wait(timeout=1.0)
+    def _read_messages(self, wait: bool) -> None:
+        """Every message queued now; with `wait`, first block (up to a second: the idle integrity check) for one."""
+        if wait:
+            try:
+                self._process(self._inbox.get(timeout=1.0))
+            except queue.Empty:
+                return
+        while True:
+            try:
+                message = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            self._process(message)
+
+    def _process(self, message: Message) -> None:
+        if isinstance(message, Add):
+            self._sinks[message.seq.id] = message.sink
+            if message.seq.codec_prefix is not None:  # queued before any of its frames can be
+                self._codec.prime(message.seq.id, message.sink, message.seq.codec_prefix)
+            if not self.scheduler.add(message.seq):  # refused on the spot: queue full, or it never fits the pool
+                self._finish(message.seq)
+        elif isinstance(message, Abort):
+            self._end([message.seq_id], FinishReason.ABORTED)
+        elif isinstance(message, Promote):
+            self.scheduler.promote(message.seq_id)
+        elif isinstance(message, CodecFailed):
+            self._end([message.seq_id], FinishReason.ERROR, message.reason)
+        elif isinstance(message, Stop):
+            self._stopping = True
+            self._end(list(self._sinks), FinishReason.ABORTED)
+
+    def _end(self, ids: list[int], reason: FinishReason, error: str | None = None) -> None:
+        for seq in self.scheduler.finish_requests(ids, reason, error):
+            self._finish(seq)
+
+    def _close(self) -> None:
+        """The engine thread's last act: take no more messages, then fail every request still held or queued."""
+        with self._life:
+            self._accepting = False
+        stopped = RequestFailed("the engine stopped")
+        for seq_id, sink in list(self._sinks.items()):
+            if self._codec.is_alive():
+                self._codec.fail(seq_id, sink, stopped)  # behind its frames, in order
+            else:
+                sink.fail(stopped)
+        self._sinks.clear()
+        while True:
+            try:
+                message = self._inbox.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(message, Add):
+                message.sink.fail(stopped)
 
     def _finish(self, seq: Sequence) -> None:
-        with self._inbox.lock:  # stop() reads the sinks from another thread
-            sink = self._sinks.pop(seq.id, None)
+        sink = self._sinks.pop(seq.id, None)
         if sink is None:
             return
         self.metrics.sentences_total.labels(status=_STATUS[seq.finish_reason]).inc()

@@ -1,0 +1,172 @@
+"""Faults inside the engine, injected into a real engine on the tiny model: every reply still ends, nothing hangs,
+and the engine decides in one place whether it is alive.
+
+- a step that raises fails the requests in it, with an error, and the engine goes on;
+- a codec decoder that raises ends its request through the abort path: no frame more is generated for it;
+- the engine loop dying fails every request it holds or that arrives meanwhile, and makes the server exit non-zero;
+- stopping with requests in flight ends each of them with an error.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from service.codec_output import PcmSink
+from service.config import EngineSettings
+from service.engine import Engine
+from service.errors import RequestFailed
+
+
+LONG = "This reply goes on for a while, long enough to be running when something breaks inside the engine."
+TIMEOUT = 30
+
+
+def new_engine() -> Engine:
+    engine = Engine(EngineSettings(seed=3, random_model_frames=1500))
+    engine.start()
+    return engine
+
+
+async def drain(engine: Engine, text: str = LONG) -> int:
+    """Reads a request to its end; the number of PCM bytes."""
+    total = 0
+    async for chunk in engine.synthesize(text):
+        total += len(chunk)
+    return total
+
+
+async def until(condition, timeout: float = TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+async def test_a_step_that_raises_fails_its_requests_and_the_engine_goes_on():
+    engine = new_engine()
+    try:
+        real_step, calls = engine._runner.step, []
+
+        def step_that_fails_once(entries, *args, **kwargs):
+            calls.append(len(entries))
+            if len(calls) == 3:
+                raise RuntimeError("injected step fault")
+            return real_step(entries, *args, **kwargs)
+
+        engine._runner.step = step_that_fails_once
+        with pytest.raises(RequestFailed, match="generation failed"):
+            await asyncio.wait_for(drain(engine), TIMEOUT)
+        assert engine.alive
+        assert await asyncio.wait_for(drain(engine, "Hi."), TIMEOUT) > 0  # the next request is served
+        await until(lambda: engine.stats().blocks_used == 0)
+    finally:
+        engine.stop()
+
+
+async def test_a_codec_fault_aborts_its_request_so_no_more_frames_are_made():
+    engine = new_engine()
+    try:
+        decoder = engine._codec._decoder
+        real_push, pushes = decoder.push, []
+
+        def push_that_fails(state, frames):
+            pushes.append(len(frames))
+            if len(pushes) == 2:
+                raise RuntimeError("injected decoder fault")
+            return real_push(state, frames)
+
+        decoder.push = push_that_fails
+        with pytest.raises(RequestFailed, match="audio decoder failed"):
+            await asyncio.wait_for(drain(engine), TIMEOUT)
+        await until(lambda: engine.stats().running == 0 and engine.stats().blocks_used == 0)
+        frames = engine.metrics.frames_total._value.get()
+        await asyncio.sleep(0.5)
+        assert engine.metrics.frames_total._value.get() == frames, "frames were generated for a failed request"
+        assert len(pushes) == 2, "the decoder went on with the failed request's frames"
+        decoder.push = real_push
+        assert await asyncio.wait_for(drain(engine, "Hi."), TIMEOUT) > 0
+    finally:
+        engine.stop()
+
+
+async def test_a_request_arriving_while_the_engine_dies_is_failed_not_left_waiting(monkeypatch):
+    engine = new_engine()
+    try:
+        running = asyncio.create_task(drain(engine))
+        await until(lambda: engine.stats().running == 1)
+        # Failing a sink is slow for a moment: the window in which the dying engine still looks alive.
+        real_fail, slow = PcmSink.fail, threading.Event()
+
+        def slow_fail(sink, error):
+            if not slow.is_set():
+                slow.set()
+                time.sleep(0.5)
+            real_fail(sink, error)
+
+        monkeypatch.setattr(PcmSink, "fail", slow_fail)
+
+        def update_that_crashes(*args, **kwargs):
+            raise RuntimeError("injected bug in the loop")
+
+        engine.scheduler.update = update_that_crashes
+        await until(slow.is_set)
+        late = asyncio.create_task(drain(engine, "Hello?"))  # arrives while the crash is being handled
+        for task in (running, late):
+            with pytest.raises(RequestFailed):
+                await asyncio.wait_for(task, TIMEOUT)
+        assert not engine.alive and not engine.stats().alive
+        with pytest.raises(RequestFailed, match="not running"):
+            await asyncio.wait_for(drain(engine, "Anyone?"), TIMEOUT)
+    finally:
+        engine.stop()
+
+
+async def test_stopping_with_requests_in_flight_ends_each_with_an_error():
+    engine = new_engine()
+    tasks = [asyncio.create_task(drain(engine, f"{LONG} Room {i}.")) for i in range(3)]
+    await until(lambda: engine.stats().running == 3)
+    await asyncio.to_thread(engine.stop)
+    for task in tasks:
+        with pytest.raises(RequestFailed):
+            await asyncio.wait_for(task, TIMEOUT)
+    assert not engine.alive
+
+
+def test_a_dead_engine_fails_health_and_the_server_exits_non_zero(monkeypatch):
+    import urllib.error
+    import urllib.request
+
+    import service.cli as cli
+    from conftest import free_port
+    from service.config import MetricsSettings, ServerSettings, Settings, ZeroconfSettings
+
+    seen: dict[str, int] = {}
+
+    class EngineDiesAfterStart(cli.Service):
+        async def start(self) -> None:
+            await super().start()
+
+            def crash(*args, **kwargs):
+                raise RuntimeError("injected bug in the loop")
+
+            self.engine.scheduler.schedule = crash
+
+        async def stop(self) -> None:  # what a probe sees once the server has noticed, before it shuts down
+            url = f"http://127.0.0.1:{self.metrics_server.port}/health"
+            try:
+                await asyncio.to_thread(urllib.request.urlopen, url, timeout=5)
+                seen["health"] = 200
+            except urllib.error.HTTPError as error:
+                seen["health"] = error.code
+            await super().stop()
+
+    monkeypatch.setattr(cli, "Service", EngineDiesAfterStart)
+    settings = Settings(server=ServerSettings(uri=f"tcp://127.0.0.1:{free_port()}", shutdown_timeout=2.0),
+                        zeroconf=ZeroconfSettings(enabled=False),
+                        engine=EngineSettings(), metrics=MetricsSettings(address="127.0.0.1", port=0))
+    code = asyncio.run(asyncio.wait_for(cli.serve(settings), 120))
+    assert code == 1
+    assert seen["health"] == 503
