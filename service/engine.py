@@ -27,6 +27,7 @@ from service.engine_messages import Abort, Add, CodecFailed, Message, Promote, S
 from service.errors import InvalidText, QueueFull, RequestFailed
 from service.metrics import Metrics
 from service.model.builtin import resolve_model
+from service.model.clean_text import clean_text
 from service.model.clone import ClipCodes, ClipError, SpeakerEmbeddings
 from service.model.language import choose_language, load_detector
 from service.model.normalize import normalize
@@ -239,7 +240,6 @@ class Engine:
         self._send(CodecFailed(seq_id, f"the audio decoder failed: {error}"))
 
     def _make_sequence(self, text, voice, speaker, language, seed) -> Sequence:
-        from service.model.clean_text import clean_text  # TODO(lead): move to the imports at the top
         text = clean_text(text)
         if not text:
             raise InvalidText("the text is empty")

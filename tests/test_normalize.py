@@ -1,9 +1,14 @@
 """Text normalisation: what announcements contain, spelled out the way the request's language says it."""
 from __future__ import annotations
 
-import pytest
+import time
 
-from service.model.normalize import RULES, normalize
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from num2words import num2words
+
+from service.model.normalize import LONGEST, RULES, normalize
 
 
 @pytest.mark.parametrize(
@@ -103,3 +108,89 @@ def test_every_unit_of_the_full_tables_is_spelled_out():
             assert normalize(f"1 {symbol}", code) == one
             assert normalize(f"2 {symbol}.", code) == f"{two} {many}."
             assert normalize(f"-2{symbol}", code) == f"minus {two} {many}"
+
+
+# ---- numbers too large to say, and text of any kind: normalize never raises --------------------------------------
+
+HUGE = "9" * 307  # one digit more than English num2words says
+
+
+@pytest.mark.parametrize(
+    ("text", "spoken"),
+    [
+        (f"${HUGE}", "nine " * 307 + "dollars"),
+        (f"{HUGE} €", "nine " * 307 + "euros"),
+        (f"the {HUGE}th", "the " + "nine " * 307 + "th"),  # no ordinal that long: its digits, then the suffix
+        (f"${HUGE}.50", "nine " * 307 + "point five zero dollars"),
+        ("$" + "9" * 5000, "nine " * 5000 + "dollars"),  # past Python's int() limit (4300 digits)
+        ("the " + "9" * 5000 + "th", "the " + "nine " * 5000 + "th"),
+    ],
+    ids=["dollars", "euros", "ordinal", "with-cents", "past-int-limit", "ordinal-past-int-limit"],
+)
+def test_a_number_too_long_to_say_is_read_digit_by_digit(text, spoken):
+    assert normalize(text, "en") == spoken
+
+
+def test_the_longest_numbers_are_still_said_in_words():
+    longest = "9" * LONGEST["en"][0]
+    assert normalize(f"${longest}", "en").startswith("nine hundred and ninety-nine centillion")
+    assert normalize(f"the {longest}th", "en").endswith("ninety-ninth")
+    assert normalize(f"{'9' * LONGEST['de'][0]} €", "de").startswith("neunhundertneunundneunzig")
+
+
+@pytest.mark.parametrize("lang", sorted(LONGEST))
+def test_longest_is_what_num2words_says(lang):
+    """Both sides of each limit, against the installed num2words: its longest numbers work, one digit more fails."""
+    for to, digits in (("cardinal", LONGEST[lang][0]), ("year", LONGEST[lang][0]), ("ordinal", LONGEST[lang][1])):
+        for n in (10 ** digits - 1, 10 ** (digits - 1), 10 ** (digits - 1) + 1, int("5" * digits)):
+            num2words(n, lang=lang, to=to)
+        failed = 0
+        for n in (10 ** digits, 10 ** (digits + 1) - 1):
+            try:
+                num2words(n, lang=lang, to=to)
+            except Exception:  # OverflowError, NotImplementedError, KeyError, RecursionError, by language
+                failed += 1
+        assert failed, f"num2words now says {to} numbers of {digits + 1} digits in {lang!r}: raise LONGEST"
+    assert {rules.lang for rules in RULES.values()} <= set(LONGEST)
+
+
+_ANY_CHARACTER = st.characters() | st.integers(0xD800, 0xDFFF).map(chr)  # lone surrogates too: characters() has none
+# Numbers with what the rules look for around them; some exactly as long as num2words can say, or one digit longer.
+_AROUND = st.sampled_from([
+    "", " ", ".", ",", ":", "-", "−", "–", "/", "\u00a0", "$", "€", " €", "£", "EUR", "%", " °C", "°", "km/h", " kWh",
+    "h", "st", "th", "am ", "der ", " Uhr", " pm", "a.m.", "v", "x", "MP", "_", "\n", "中",
+])
+_LIMITS = sorted({n + extra for pair in LONGEST.values() for n in pair for extra in (0, 1)})
+_NUMBERS = (st.builds(str.__mul__, st.sampled_from("159"), st.sampled_from(_LIMITS))
+            | st.text("0123456789", min_size=1, max_size=30) | st.integers(0, 10**40).map(str))
+_DIGIT_HEAVY = st.lists(st.tuples(_AROUND, _NUMBERS, _AROUND).map("".join), max_size=8).map("".join)
+
+
+@pytest.mark.parametrize("language", [*RULES, None])
+@settings(deadline=None, max_examples=300)
+@given(text=_DIGIT_HEAVY | st.text(_ANY_CHARACTER) | st.text("0123456789.,:- $€%th", max_size=200))
+def test_normalize_never_raises(language, text):
+    assert isinstance(normalize(text, language), str)
+
+
+_LONG = 16_000
+_ADVERSARIAL = {  # inputs that were quadratic (seconds each) before the patterns were anchored
+    "letters": "a" * _LONG,
+    "letters-and-digits": "a1" * (_LONG // 2),
+    "groups": "1" + ",111" * (_LONG // 4),
+    "dot-groups": "1" + ".111" * (_LONG // 4),
+    "space-groups": "1" + " 111" * (_LONG // 4),
+    "a-date-after-a-long-word": "a" * _LONG + ". 29.11.",
+    "dates-after-a-long-word": "a" * _LONG + ". " + "am 1.1. " * 50,
+    "digits": "9" * _LONG,
+    "dots": "." * _LONG,
+}
+
+
+@pytest.mark.parametrize("name", list(_ADVERSARIAL))
+def test_long_inputs_take_linear_time(name):
+    text = _ADVERSARIAL[name]
+    for language in [*RULES, None]:
+        started = time.perf_counter()
+        normalize(text, language)
+        assert time.perf_counter() - started < 1.0, language  # ~0.05-0.2 s; quadratic patterns took 2-6 s and more

@@ -12,6 +12,10 @@ the model reads digits inside CJK text natively, and the spoken form there depen
 Chinese at all. Language "auto" applies the English rules to text without CJK characters and leaves CJK text alone.
 Not handled: slash dates (11/29 or 29/11 is ambiguous), seconds in times, German ordinals outside dates ("3." ends
 sentences too often), plain ranges without a unit ("5-10").
+
+Never raises: a number longer than num2words can say in the language is read digit by digit (money, quantities) or
+left to the plain-number rule (ordinals), and every pattern runs in time linear in the text (no start inside a word or
+a digit group can rescan what an earlier start already failed on), so that no text breaks a reply off mid-way.
 """
 from __future__ import annotations
 
@@ -118,8 +122,19 @@ RULES: Mapping[str, Rules] = {
     "pt": Rules("pt", "vírgula", ".", "[,.]", "menos", {"%": ("um por cento", "por cento")}),
     "ru": Rules("ru", "запятая", " ", "[,.]", "минус"),
 }
+# The most digits num2words (0.5.14) says every number of, by language: (cardinal and year, ordinal). With one digit
+# more it raises, for some numbers or all: OverflowError (en, de, fr, es, pt), NotImplementedError (it), KeyError (ru,
+# pt ordinals), RecursionError (es ordinals). tests/test_normalize.py checks both sides against the installed num2words.
+LONGEST: Mapping[str, tuple[int, int]] = {
+    "en": (306, 306), "de": (606, 606), "fr": (606, 606), "es": (27, 14), "it": (65, 65), "pt": (27, 18),
+    "ru": (33, 33),
+}
+# What num2words raises for a number it has no words for. Caught around each call, as a last guard behind LONGEST.
+_UNSAYABLE = (ArithmeticError, ValueError, NotImplementedError, KeyError)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _CURRENCY_CODES = {"EUR": "€", "USD": "$", "GBP": "£"}
+_WORD_BEFORE = re.compile(r"(?<!\w)(\w+)\s*\Z")  # not from inside a word: each start would rescan the word
+_ONLY_SPACE = re.compile(r"\s*\Z")
 
 
 def normalize(text: str, language: str | None) -> str:
@@ -142,8 +157,12 @@ class _Speller:
 
     def __init__(self, rules: Rules):
         self.rules = rules
+        self._digit_words = [self._words(d) for d in range(10)]  # a long number read digit by digit: 10 calls, not n
         r = rules
-        group = rf"[1-9]\d{{0,2}}(?:{re.escape(r.group)}\d{{3}})+(?!\d)|" if r.group else ""
+        # A group chain never starts right after a digit and a separator: a chain that failed to match from its first
+        # group is not retried from each later one (quadratic in "1,111,111,...").
+        g = re.escape(r.group)
+        group = rf"(?<!\d{g})[1-9]\d{{0,2}}(?:{g}\d{{3}})+(?!\d)|" if r.group else ""
         # Not after a letter: "MP3" and "H2O" are names, not numbers. "@" stands for a group-name suffix.
         number = rf"(?<![^\W\d_])(?<!\d)(?P<int@>{group}\d+)(?:{r.decimal}(?P<frac@>\d+))?"
         signed = r"(?P<sign@>(?<![\w.,)])[-−])?" + number
@@ -172,10 +191,10 @@ class _Speller:
             self.passes.append((re.compile(rf"{start}{signed.replace('@', '')}\s?(?P<unit>{units})(?!\w)"),
                                 self._quantity))
         if r.ordinal:
-            self.passes.append((re.compile(rf"(?<![\w.,])(?P<n>\d+)(?:{r.ordinal})(?!\w)"),
-                                lambda m: self._words(int(m["n"]), "ordinal")))
-        # Tokens led by a letter ("v1.2", "MP3") are names: matched whole, so that none of their digits is read.
-        self.passes.append((re.compile(r"(?P<name>[^\W\d_]\w*(?:[.,]\d+)+)|" + signed.replace("@", "")),
+            self.passes.append((re.compile(rf"(?<![\w.,])(?P<n>\d+)(?:{r.ordinal})(?!\w)"), self._ordinal))
+        # Tokens with a letter ("v1.2", "MP3") are names: matched whole, so that none of their digits is read. Only
+        # from a word's start, and possessively: each word is scanned once, not once from each of its letters.
+        self.passes.append((re.compile(r"(?P<name>(?<!\w)[\d_]*+[^\W\d_]\w*+(?:[.,]\d+)+)|" + signed.replace("@", "")),
                             self._number))
 
     def spell(self, text: str) -> str:
@@ -185,18 +204,29 @@ class _Speller:
         return re.sub(r"[ \t]{2,}", " ", text)
 
     # ---- the pieces ------------------------------------------------------------------------------------------
+    def _says(self, digits: str, to: str = "cardinal") -> bool:
+        """Whether num2words has words for a number this long (and int() takes it: 4300 digits and more it refuses)."""
+        return len(digits) <= LONGEST[self.rules.lang][to == "ordinal"]
+
     def _words(self, n: int, to: str = "cardinal") -> str:
-        return num2words(n, lang=self.rules.lang, to=to).replace(",", "")  # written commas, not spoken pauses
+        try:
+            words = num2words(n, lang=self.rules.lang, to=to)
+        except _UNSAYABLE:  # within LONGEST this is a num2words bug: the digits are better than no reply
+            return str(n)
+        return words.replace(",", "")  # written commas, not spoken pauses
+
+    def _digits(self, digits: str) -> str:
+        return " ".join(self._digit_words[int(d)] for d in digits)
 
     def _spell(self, sign: str | None, whole: str, frac: str | None) -> str:
         whole = whole.replace(self.rules.group, "") if self.rules.group else whole
         if (whole.startswith("0") and len(whole) > 1) or len(whole) > 9:  # codes and phone numbers: digit by digit
-            words = " ".join(self._words(int(d)) for d in whole)
+            words = self._digits(whole)
         else:
             words = self._words(int(whole))
         if frac:
             # Digit by digit, as written: num2words' own decimals drop digits ("3.50", and all of Italian).
-            words += f" {self.rules.point} " + " ".join(self._words(int(d)) for d in frac)
+            words += f" {self.rules.point} " + self._digits(frac)
         return f"{self.rules.minus} {words}" if sign else words
 
     def _number(self, m: re.Match) -> str:
@@ -219,28 +249,37 @@ class _Speller:
         symbol = m["cur"] or m["cur2"]
         one, many, minor_one, minor_many = self.rules.money[_CURRENCY_CODES.get(symbol, symbol)]
         whole, frac = (m["int"], m["frac"]) if m["cur"] else (m["int2"], m["frac2"])
-        if frac is not None and len(frac) > 2:  # not cents: "3.505 €" is a measured amount
+        digits = whole.replace(self.rules.group, "") if self.rules.group else whole
+        # Not cents ("3.505 €" is a measured amount), or more than words can say: as a quantity, digit by digit.
+        if (frac is not None and len(frac) > 2) or not self._says(digits):
             return f"{self._spell(None, whole, frac)} {many}"
-        major = int(whole.replace(self.rules.group, ""))
+        major = int(digits)
         minor = int((frac or "0").ljust(2, "0"))
         parts = [one if major == 1 else f"{self._words(major)} {many}"] if major or not minor else []
         if minor:
             parts.append(minor_one if minor == 1 else f"{self._words(minor)} {minor_many}")
         return self.rules.conjunction.join(parts)
 
+    def _ordinal(self, m: re.Match) -> str:
+        if not self._says(m["n"], "ordinal"):
+            return m[0]  # the plain-number rule reads its digits one by one ("nine nine ... th")
+        return self._words(int(m["n"]), "ordinal")
+
     def _date(self, m: re.Match) -> str:
         day, month = int(m["d"]), int(m["m"])
         if not (1 <= month <= 12 and 1 <= day <= 31):
             return m[0]
         r = self.rules
-        before = re.search(r"(\w+)\s*$", m.string[:m.start()])
+        # The word before it, looked for only in the last characters: a search over the whole text before each date
+        # would be quadratic. A word that starts further back (a long one, or one before many spaces) counts as none.
+        before = _WORD_BEFORE.search(m.string, max(0, m.start() - 64), m.start())
         ending = r.day_case.get(before[1].lower()) if before else None
         if ending is None and not m["y"]:
             return m[0]
         text = r.date[0].format(day=self._words(day, "ordinal") + (ending or ""), month=r.months[month - 1])
         if m["y"]:
             return text + r.date[1].format(year=self._words(int(m["y"]), "year"))
-        return text + "." if not m.string[m.end():].strip() else text  # the date's dot also ended the sentence
+        return text + "." if _ONLY_SPACE.match(m.string, m.end()) else text  # the date's dot also ended the sentence
 
     def _time(self, m: re.Match) -> str:
         r = self.rules
