@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from service.model.manifest import ModelDir
 from service.blocks import BlockManager
 from service.codec_stream import StreamingCodecDecoder
 from service.errors import SetupError
@@ -104,7 +105,7 @@ def bench_codec(directory: Path, frames: int, precision: str) -> float:
 
 def kv_bytes_per_token(directory: Path, precision: str) -> float:
     """Raises SetupError where the CPU cannot keep such a cache (bf16 on an AVX2 CPU)."""
-    runner = PagedRunner(directory, RunnerOptions(device="CPU", kv_precision=precision, num_blocks=4))
+    runner = PagedRunner(ModelDir(directory), RunnerOptions(device="CPU", kv_precision=precision, num_blocks=4))
     return runner.bytes_per_block / runner.block_size
 
 
@@ -127,7 +128,7 @@ def main(argv=None) -> None:
     directory = model_dir(args)
     batches = [int(b) for b in args.batches.split(",")]
     try:
-        runner = PagedRunner(directory, RunnerOptions(
+        runner = PagedRunner(ModelDir(directory), RunnerOptions(
             device="CPU", kv_precision=args.kv_precision, inference_precision=args.inference_precision,
             kv_cache_bytes=1 << 30))
     except SetupError as error:  # e.g. --kv-precision bf16 on an AVX2 CPU: one line, exit 2 as the server does

@@ -165,8 +165,9 @@ def synth(settings: Settings, args: argparse.Namespace) -> int:
         wav.setframerate(engine.sample_rate)
         wav.writeframes(pcm)
     if codes is not None:
-        frames = np.stack(codes).astype(np.int32) if codes else np.zeros((0, 16), np.int32)
-        np.save(args.save_codes, frames)  # frames x 16 code groups
+        groups = engine.model.manifest.num_code_groups
+        frames = np.stack(codes).astype(np.int32) if codes else np.zeros((0, groups), np.int32)
+        np.save(args.save_codes, frames)  # frames x code groups (16)
     print(f"{args.output}: {len(pcm) // 2 / engine.sample_rate:.2f} s of audio")
     return 0
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 import queue
 import random
@@ -30,6 +29,7 @@ from service.model.builtin import resolve_model
 from service.model.clean_text import clean_text
 from service.model.clone import ClipCodes, ClipError, SpeakerEmbeddings
 from service.model.language import choose_language, load_detector
+from service.model.manifest import ModelDir
 from service.model.normalize import normalize
 from service.model.prompt import Prompt, PromptBuilder, PromptError
 from service.model.voices import VoiceInfo, Voices
@@ -68,19 +68,17 @@ class Engine:
                  voices: VoicesSettings | None = None):
         self.settings = settings
         self.metrics = metrics or Metrics()
-        model_dir = resolve_model(settings.model, settings.data_dir)
-        self._model_dir = model_dir
-        self._random_model = bool(json.loads((model_dir / "chorus.json").read_text()).get("random_weights"))
-        self._voices = Voices(model_dir, voices or VoicesSettings())
-        self._prompts = PromptBuilder(model_dir)
+        model = self.model = ModelDir(resolve_model(settings.model, settings.data_dir))
+        self._voices = Voices(model, voices or VoicesSettings())
+        self._prompts = PromptBuilder(model)
         # Base: cloned voices speak with their clip's speaker embedding (computed on first use, then cached).
-        self._embeddings = (SpeakerEmbeddings(model_dir) if (model_dir / "speaker_encoder.xml").is_file()
+        self._embeddings = (SpeakerEmbeddings(model) if model.has("speaker_encoder.xml")
                             else None)
         # ... and, when the voice has the clip's transcript, the clip's codes (in-context cloning).
-        self._clip_codes = ClipCodes(model_dir) if (model_dir / "codec_encoder.xml").is_file() else None
+        self._clip_codes = ClipCodes(model) if model.has("codec_encoder.xml") else None
         self._prompt_lock = threading.Lock()
         self._runner = PagedRunner(
-            model_dir,
+            model,
             RunnerOptions(
                 device=settings.device,
                 kv_precision=settings.kv_precision,
@@ -98,7 +96,7 @@ class Engine:
             token_budget=settings.step_token_budget,
             policy=settings.policy,
         )
-        self._codec = CodecWorker(model_dir, settings.inference_precision, on_failure=self._codec_failed)
+        self._codec = CodecWorker(model, settings.inference_precision, on_failure=self._codec_failed)
         # Owned by the engine thread alone: the sink of every request it holds, and whether it is stopping.
         self._sinks: dict[int, PcmSink] = {}
         self._stopping = False
@@ -114,8 +112,8 @@ class Engine:
 
     def summary(self) -> list[str]:
         """What is being served, for the start-up log: the model, the device and its precision, the KV pool."""
-        manifest = json.loads((self._model_dir / "chorus.json").read_text())
-        random_note = ": RANDOM weights, its voices make noise, not speech" if manifest.get("random_weights") else ""
+        manifest = self.model.manifest
+        random_note = ": RANDOM weights, its voices make noise, not speech" if manifest.random_weights else ""
         device = self._runner.device
         if device == "CPU":
             facts = cpu_facts()
@@ -124,8 +122,8 @@ class Engine:
         # A typical reply: the prompt (~30 rows) and 10 s of speech at 12.5 frames per second.
         per_room = -(-(30 + 125) // block)
         return [
-            f"model {manifest['name']} ({manifest['model_type']}, {manifest.get('weights', 'float')} weights) "
-            f"from {self._model_dir}{random_note}",
+            f"model {manifest.name} ({manifest.model_type}, {manifest.weights} weights) "
+            f"from {self.model.path}{random_note}",
             f"device {device}, KV cache {self._runner.kv_precision}: {blocks} blocks of {block} tokens "
             f"({blocks * block} tokens, {blocks * self._runner.bytes_per_block / 2**20:.0f} MiB), "
             f"room for {blocks // per_room} replies of 10 s at once ({self.settings.max_batch} run in one batch)",
@@ -295,7 +293,7 @@ class Engine:
         )
         if frame_cap is None:
             frame_cap = min(self.settings.max_frames, _FRAMES_BASE + _FRAMES_PER_TEXT_TOKEN * prompt.n_text_tokens)
-            if self._random_model:  # it never says eos: without a cap, 15-60 s of noise per sentence
+            if self.model.manifest.random_weights:  # it never says eos: without a cap, 15-60 s of noise per sentence
                 frame_cap = min(frame_cap, self.settings.random_model_frames)
         return Sequence(
             seq_id=next(self._ids),

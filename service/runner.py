@@ -5,16 +5,14 @@ both sides: which rows of which Sequence go in, and how the per-entry outputs ma
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import openvino  # noqa: F401  (loads libopenvino before the extension that links against it)
-from safetensors.numpy import load_file
 
 from service import _native
 from service.device import check_device
+from service.model.manifest import ModelDir
 from service.scheduler import ScheduledEntry
 from service.sequence import StepOutput
 
@@ -31,27 +29,25 @@ class RunnerOptions:
 class PagedRunner:
     """Owns the native runner of one model directory."""
 
-    def __init__(self, model_dir: Path, options: RunnerOptions):
+    def __init__(self, model: ModelDir, options: RunnerOptions):
         """Raises SetupError, before compiling anything, for a device that is not there or a KV precision it
         cannot run."""
         device = check_device(options.device, options.kv_precision, options.inference_precision)
-        manifest = json.loads((model_dir / "chorus.json").read_text())
-        embeddings = load_file(str(model_dir / "embeddings.safetensors"))
-        self.eos_id = int(manifest["codec_ids"]["eos"])
-        self.min_new_tokens = int(manifest["generation"].get("min_new_tokens", 2))
-        vocab = int(manifest["codec_vocab_size"])
+        manifest, embeddings = model.manifest, model.embeddings
+        self.eos_id = manifest.eos_id
+        self.min_new_tokens = manifest.min_new_tokens
         self._native = _native.Runner(
-            str(model_dir / "talker.xml"),
-            str(model_dir / "code_predictor.xml"),
-            np.ascontiguousarray(embeddings["codec_embedding"], dtype=np.float32),
-            np.ascontiguousarray(embeddings["cp_codec_embedding"], dtype=np.float32),
+            str(model / "talker.xml"),
+            str(model / "code_predictor.xml"),
+            embeddings["codec_embedding"],
+            embeddings["cp_codec_embedding"],
             device,
             options.kv_precision,
             options.inference_precision,
             options.num_blocks,
             options.kv_cache_bytes,
             self.eos_id,
-            vocab - 1024,
+            manifest.codebook_size,  # ids from here up are control ids
         )
         self.hidden_size = self._native.hidden_size
         self.block_size = self._native.block_size

@@ -7,6 +7,7 @@ import shutil
 import numpy as np
 import pytest
 
+from service.model.manifest import ModelDir
 from service.model.builtin import resolve_model
 from service.model.compress import compress_model_dir
 from service.runner import PagedRunner, RunnerOptions
@@ -36,7 +37,7 @@ def compressed(tmp_path_factory, original):
 
 def prefill(directory, options: RunnerOptions) -> StepOutput:
     """One 20-row prompt (one block) prefilled through the native runner: codes and raw talker logits."""
-    runner = PagedRunner(directory, options)
+    runner = PagedRunner(ModelDir(directory), options)
     hidden = runner.hidden_size
     prompt = np.random.default_rng(0).normal(0, 1, (20, hidden)).astype(np.float32)
     seq = Sequence(0, prompt, np.zeros((0, hidden), np.float32), np.zeros(hidden, np.float32), 4, SamplingParams())

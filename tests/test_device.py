@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from service.model.manifest import ModelDir
 from service.device import CpuFacts, available_devices, resolve_device
 from service.errors import SetupError
 from service.model.builtin import resolve_model
@@ -89,7 +90,7 @@ def test_the_runner_refuses_a_missing_gpu(device):
     if device in present or (device == "GPU" and any(name.startswith("GPU") for name in present)):
         pytest.skip(f"this machine has {device}")
     with pytest.raises(SetupError) as error:
-        PagedRunner(resolve_model("builtin:tiny"), RunnerOptions(device=device, num_blocks=4))
+        PagedRunner(ModelDir(resolve_model("builtin:tiny")), RunnerOptions(device=device, num_blocks=4))
     message = str(error.value)
     assert message.startswith(f"engine.device {device}:") and ", ".join(present) in message
     assert "\n" not in message and error.value.__context__ is None  # no plugin exception underneath

@@ -47,6 +47,7 @@ import openvino as ov  # noqa: E402
 import torch  # noqa: E402
 from tokenizers import Tokenizer  # noqa: E402
 
+from service.model.manifest import ModelDir  # noqa: E402
 from service.config import CloneVoice, DesignVoice, EngineSettings, VoicesSettings  # noqa: E402
 from service.engine import Engine  # noqa: E402
 from service.model.clone import ClipCodes, SpeakerEmbeddings, read_wav  # noqa: E402
@@ -118,7 +119,7 @@ _LANGUAGE_NAMES = {None: "auto", "en": "english"}
 def spoken_language(case: Case, models) -> str | None:
     """The language the engine speaks the case in: the request's, else the one it tells from the text among the
     voice's languages (Home Assistant sends none), else None (the model decides)."""
-    voices = Voices(models[case.model].dir, VoicesSettings(design=(DesignVoice("calm", INSTRUCT),)))
+    voices = Voices(ModelDir(models[case.model].dir), VoicesSettings(design=(DesignVoice("calm", INSTRUCT),)))
     code, _ = choose_language(case.language, None, case.text, voices.find(case.voice, None).languages)
     return code
 
@@ -267,7 +268,7 @@ def test_prompt_matches_reference(models, reference_runs, name):
     case = CASES[name]
     run = reference_runs(name)
     language = spoken_language(case, models)
-    prompt = PromptBuilder(models[case.model].dir).build(
+    prompt = PromptBuilder(ModelDir(models[case.model].dir)).build(
         normalize(case.text, language), speaker=case.speaker, language=_LANGUAGE_NAMES[language],
         instruct=case.instruct)
     assert prompt.prefill.shape == run.prefill.shape
@@ -344,7 +345,7 @@ def clip(tmp_path_factory) -> Path:
 
 def clone_language(base) -> str:
     """The model's name of the language the engine tells from CLONE_TEXT (a clone speaks every model language)."""
-    languages = Voices(base.dir, VoicesSettings()).current()[0].languages
+    languages = Voices(ModelDir(base.dir), VoicesSettings()).current()[0].languages
     return _LANGUAGE_NAMES[choose_language(None, None, CLONE_TEXT, languages)[0]]
 
 
@@ -389,7 +390,7 @@ def test_log_mel_matches_reference(base, clip):
 
 def test_clip_embedding_matches_reference(base, clip, clone_run):
     embedding, _ = clone_run
-    ours = SpeakerEmbeddings(base.dir).of_clip(clip)
+    ours = SpeakerEmbeddings(ModelDir(base.dir)).of_clip(clip)
     print(f"\nclip speaker embedding: max abs diff {np.abs(ours - embedding).max():.2e} "
           f"(values up to {np.abs(embedding).max():.2f})")
     np.testing.assert_allclose(ours, embedding, atol=TOLERANCE, rtol=0)
@@ -397,9 +398,9 @@ def test_clip_embedding_matches_reference(base, clip, clone_run):
 
 def test_clone_prompt_matches_reference(base, clip, clone_run):
     _, run = clone_run
-    embedding = SpeakerEmbeddings(base.dir).of_clip(clip)
-    prompt = PromptBuilder(base.dir).build(CLONE_TEXT, speaker_embedding=embedding, non_streaming_mode=False,
-                                           language=clone_language(base))
+    embedding = SpeakerEmbeddings(ModelDir(base.dir)).of_clip(clip)
+    prompt = PromptBuilder(ModelDir(base.dir)).build(CLONE_TEXT, speaker_embedding=embedding,
+                                                     non_streaming_mode=False, language=clone_language(base))
     assert prompt.prefill.shape == run.prefill.shape
     np.testing.assert_allclose(prompt.prefill, run.prefill, atol=1e-5, rtol=0)
     np.testing.assert_allclose(prompt.trailing, run.trailing[:len(prompt.trailing)], atol=1e-5, rtol=0)
@@ -452,7 +453,7 @@ def test_codec_encoder_matches_reference(base, samples):
     with torch.no_grad():
         expected = tokenizer.encode(torch.from_numpy(audio)[None],
                                     padding_mask=torch.ones(1, samples, dtype=torch.long)).audio_codes[0].numpy()
-    ours = ClipCodes(base.dir).of_audio(audio, 24000)
+    ours = ClipCodes(ModelDir(base.dir)).of_audio(audio, 24000)
     assert ours.shape == expected.shape == (-(-samples // 1920), 16)
     assert len(np.unique(expected[:, 0])) > 1  # random codebooks: the codes vary
     np.testing.assert_array_equal(ours, expected)
@@ -460,7 +461,7 @@ def test_codec_encoder_matches_reference(base, samples):
 
 def test_clip_codes_match_reference(base, clip, icl_run):
     item, _ = icl_run
-    np.testing.assert_array_equal(ClipCodes(base.dir).of_clip(clip), item.ref_code.numpy())
+    np.testing.assert_array_equal(ClipCodes(ModelDir(base.dir)).of_clip(clip), item.ref_code.numpy())
 
 
 # The clip's 13 frames against a text that outlasts them (text rows left over as trailing rows), the clip three
@@ -475,11 +476,12 @@ def test_icl_prompt_matches_reference(base, clip, icl_run, text, repeats, non_st
         item = reference.icl_prompt(base.reference, audio, CLIP_TEXT)[0]
         run = reference.generate(base.reference, text, 2, clone_prompt=[item], non_streaming_mode=non_streaming,
                                  language=clone_language(base))
-    codes = ClipCodes(base.dir).of_audio(audio, 24000)
+    codes = ClipCodes(ModelDir(base.dir)).of_audio(audio, 24000)
     np.testing.assert_array_equal(codes, item.ref_code.numpy())
-    prompt = PromptBuilder(base.dir).build(text, speaker_embedding=SpeakerEmbeddings(base.dir).of_audio(audio, 24000),
-                                           non_streaming_mode=non_streaming, ref_text=CLIP_TEXT, ref_codes=codes,
-                                           language=clone_language(base))
+    embedding = SpeakerEmbeddings(ModelDir(base.dir)).of_audio(audio, 24000)
+    prompt = PromptBuilder(ModelDir(base.dir)).build(text, speaker_embedding=embedding,
+                                                     non_streaming_mode=non_streaming, ref_text=CLIP_TEXT,
+                                                     ref_codes=codes, language=clone_language(base))
     assert prompt.prefill.shape == run.prefill.shape
     np.testing.assert_allclose(prompt.prefill, run.prefill, atol=1e-5, rtol=0)
     # The reference's trailing rows: the text rows left over, or one T(tts_pad) row (what every later frame gets).
@@ -545,12 +547,13 @@ def _distribution(logits: np.ndarray, codebook: int, eos: int) -> np.ndarray:
 
 def test_u8_kv_cache_against_f32(custom_voice):
     manifest = json.loads((custom_voice.dir / "chorus.json").read_text())
-    prompt = PromptBuilder(custom_voice.dir).build(CASES["ryan"].text, speaker="ryan")
+    prompt = PromptBuilder(ModelDir(custom_voice.dir)).build(CASES["ryan"].text, speaker="ryan")
     frames = 48
 
     def runner(kv: str) -> PagedRunner:
-        return PagedRunner(custom_voice.dir, RunnerOptions(device="CPU", kv_precision=kv, inference_precision="f32",
-                                                           num_blocks=32))
+        return PagedRunner(ModelDir(custom_voice.dir),
+                           RunnerOptions(device="CPU", kv_precision=kv, inference_precision="f32",
+                                         num_blocks=32))
 
     f32_frames, f32_logits = _greedy(runner("f32"), prompt, frames)
     u8 = runner("u8")

@@ -12,6 +12,7 @@ from openvino._offline_transformations import paged_attention_transformation
 from safetensors.numpy import load_file
 from tokenizers import Tokenizer
 
+from service.model.manifest import ModelDir
 from service.errors import SetupError
 from service.model import builtin
 from service.model.build import write_model_dir
@@ -231,16 +232,16 @@ def _tokens(model_dir, text):
 
 
 def test_prompt_layout_non_streaming(model_dir, weights):
-    builder = PromptBuilder(model_dir)
+    builder = PromptBuilder(ModelDir(model_dir))
     manifest = builder.manifest
     codec = weights["talker.model.codec_embedding.weight"]
-    ids_of, text_ids = manifest["codec_ids"], manifest["text_ids"]
+    ids_of, text_ids = manifest.codec_ids, manifest.text_ids
     prompt = builder.build("Turn on the lights.", speaker="Serena", language="English")
 
     ids = _tokens(model_dir, "<|im_start|>assistant\nTurn on the lights.<|im_end|>\n<|im_start|>assistant\n")
     pad, bos, eos = (text_embeds(weights, [text_ids[k]])[0] for k in ("tts_pad", "tts_bos", "tts_eos"))
-    tags = [ids_of["think"], ids_of["think_bos"], manifest["languages"]["english"], ids_of["think_eos"],
-            manifest["speakers"]["serena"], ids_of["pad"]]
+    tags = [ids_of["think"], ids_of["think_bos"], manifest.languages["english"], ids_of["think_eos"],
+            manifest.speakers["serena"], ids_of["pad"]]
     expected = np.concatenate([
         text_embeds(weights, ids[:3]),
         np.stack([pad] * (len(tags) - 1) + [bos]) + codec[tags],
@@ -254,10 +255,10 @@ def test_prompt_layout_non_streaming(model_dir, weights):
 
 
 def test_prompt_layout_streaming_text_with_instruction(model_dir, weights):
-    builder = PromptBuilder(model_dir, non_streaming_mode=False)
+    builder = PromptBuilder(ModelDir(model_dir), non_streaming_mode=False)
     manifest = builder.manifest
     codec = weights["talker.model.codec_embedding.weight"]
-    ids_of, text_ids = manifest["codec_ids"], manifest["text_ids"]
+    ids_of, text_ids = manifest.codec_ids, manifest.text_ids
     # No language: "auto" -> nothink tags; no speaker -> no speaker row.
     prompt = builder.build("Good night.", instruct="whisper")
 
@@ -277,9 +278,9 @@ def test_prompt_layout_streaming_text_with_instruction(model_dir, weights):
 
 
 def test_prompt_dialect_speaker_and_errors(model_dir, weights):
-    builder = PromptBuilder(model_dir)
+    builder = PromptBuilder(ModelDir(model_dir))
     codec = weights["talker.model.codec_embedding.weight"]
-    languages = builder.manifest["languages"]
+    languages = builder.manifest.languages
     # A dialect speaker with language auto speaks the dialect: its id is the third tag row's codec part.
     prompt = builder.build("Hello.", speaker="eric")
     plain = builder.build("Hello.", speaker="eric", language="english")

@@ -36,7 +36,7 @@ class Model:
 
     @property
     def suppress_from(self) -> int:
-        return self.manifest["codec_vocab_size"] - 1024
+        return self.manifest["codebook_size"]  # ids from here up are control ids
 
     def runner(self, kv="f32", inference="f32", num_blocks=16, cache_bytes=0, device="CPU") -> _native.Runner:
         return _native.Runner(str(self.dir / "talker.xml"), str(self.dir / "code_predictor.xml"), self.codec,

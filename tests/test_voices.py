@@ -17,6 +17,7 @@ from wyoming.info import Describe, Info
 from wyoming.tts import Synthesize, SynthesizeVoice
 
 from conftest import ServiceThread, free_port
+from service.model.manifest import ModelDir
 from service.config import (ConfigError, EngineSettings, MetricsSettings, ServerSettings, Settings, VoicesSettings,
                             ZeroconfSettings, load_settings, load_voices)
 from service.engine import Engine
@@ -146,7 +147,7 @@ def test_an_invalid_voices_entry_names_its_key(tmp_path, text, key):
 # ---- which voice a request gets --------------------------------------------------------------------------------
 
 def test_requests_find_voices_by_name_speaker_or_the_models_old_name(tmp_path):
-    voices = Voices(TINY, voices_from(tmp_path, "voices:\n  default: serena\n  design:\n    butler: calm\n"))
+    voices = Voices(ModelDir(TINY), voices_from(tmp_path, "voices:\n  default: serena\n  design:\n    butler: calm\n"))
     assert voices.find(None, None).name == "serena"
     assert voices.find("RYAN", None).name == "ryan"
     assert voices.find(None, "eric").name == "eric"
@@ -160,7 +161,7 @@ def test_requests_find_voices_by_name_speaker_or_the_models_old_name(tmp_path):
 
 
 def test_language_codes_map_to_the_models_languages():
-    voices = Voices(TINY, VoicesSettings())
+    voices = Voices(ModelDir(TINY), VoicesSettings())
     assert [voices.model_language(c) for c in (None, "en", "de_DE", "fr-CA", "ZH")] == [
         "auto", "english", "german", "french", "chinese"]
     with pytest.raises(UnknownVoice, match="does not speak 'ja'"):
@@ -172,7 +173,7 @@ def test_language_codes_map_to_the_models_languages():
 def test_an_edited_voices_section_is_re_read_and_a_broken_one_ignored(tmp_path, caplog):
     path = tmp_path / "config.yaml"
     path.write_text("voices:\n  design:\n    butler: calm\n")
-    voices = Voices(TINY, load_voices(path))
+    voices = Voices(ModelDir(TINY), load_voices(path))
     assert "butler" in [v.name for v in voices.current()]
     touch_later(path, "voices:\n  design:\n    butler: calm\n    maid: bright\n")
     assert [v.name for v in voices.current()][-2:] == ["butler", "maid"]

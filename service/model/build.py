@@ -18,16 +18,13 @@ from safetensors.numpy import save_file
 from service.model.code_predictor import build_code_predictor
 from service.model.codec_decoder import build_codec_decoder
 from service.model.codec_encoder import build_codec_encoder
+from service.model.manifest import FORMAT, GENERATION_DEFAULTS
 from service.model.ops import Weights, require
 from service.model.speaker_encoder import build_speaker_encoder
 from service.model.talker import build_talker
 from service.model.text import build_text
 
-FORMAT = 1
 WEIGHT_DTYPES = ("f32", "f16")
-GENERATION_DEFAULTS = {"temperature": 0.9, "top_k": 50, "top_p": 1.0, "repetition_penalty": 1.05,
-                       "subtalker_temperature": 0.9, "subtalker_top_k": 50, "subtalker_top_p": 1.0,
-                       "min_new_tokens": 2}
 _CODEC_IDS = {"pad": "codec_pad_id", "bos": "codec_bos_id", "eos": "codec_eos_token_id", "think": "codec_think_id",
               "nothink": "codec_nothink_id", "think_bos": "codec_think_bos_id", "think_eos": "codec_think_eos_id"}
 _TEXT_IDS = {"im_start": "im_start_token_id", "im_end": "im_end_token_id", "tts_pad": "tts_pad_token_id",

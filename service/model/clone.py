@@ -9,7 +9,6 @@ identity, so an edited clip is re-read.
 """
 from __future__ import annotations
 
-import json
 import threading
 import wave
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import openvino as ov
 
+from service.model.manifest import ModelDir
 from service.model.mel import SAMPLE_RATE, log_mel
 
 
@@ -86,15 +86,13 @@ class _PerClip:
 class SpeakerEmbeddings(_PerClip):
     """speaker_encoder.xml of a Base MODEL_DIR, with each clip's embedding cached."""
 
-    def __init__(self, model_dir, device: str = "CPU"):
+    def __init__(self, model: ModelDir, device: str = "CPU"):
         super().__init__()
-        model_dir = Path(model_dir)
-        manifest = json.loads((model_dir / "chorus.json").read_text(encoding="utf-8"))
-        self.sample_rate = int(manifest.get("speaker_encoder", {}).get("sample_rate", SAMPLE_RATE))
+        self.sample_rate = int((model.manifest.speaker_encoder or {}).get("sample_rate", SAMPLE_RATE))
         if self.sample_rate != SAMPLE_RATE:
-            raise ValueError(f"{model_dir}: a speaker encoder at {self.sample_rate} Hz; the mel is defined at 24 kHz")
+            raise ValueError(f"{model.path}: a speaker encoder at {self.sample_rate} Hz; the mel is defined at 24 kHz")
         # f32: one small pass per clip, and the embedding is a prompt row that bf16 would shift.
-        self._model = ov.Core().compile_model(model_dir / "speaker_encoder.xml", device,
+        self._model = ov.Core().compile_model(model / "speaker_encoder.xml", device,
                                               {"INFERENCE_PRECISION_HINT": "f32"})
 
     def of_audio(self, samples: np.ndarray, rate: int) -> np.ndarray:
@@ -107,13 +105,11 @@ class SpeakerEmbeddings(_PerClip):
 class ClipCodes(_PerClip):
     """codec_encoder.xml of a Base MODEL_DIR (in-context cloning), with each clip's codes cached."""
 
-    def __init__(self, model_dir, device: str = "CPU"):
+    def __init__(self, model: ModelDir, device: str = "CPU"):
         super().__init__()
-        model_dir = Path(model_dir)
-        manifest = json.loads((model_dir / "chorus.json").read_text(encoding="utf-8"))
-        self.sample_rate = int(manifest.get("codec_encoder", {}).get("sample_rate", SAMPLE_RATE))
+        self.sample_rate = int((model.manifest.codec_encoder or {}).get("sample_rate", SAMPLE_RATE))
         # f32: the codes are nearest-codebook decisions, which a lower precision can flip.
-        self._model = ov.Core().compile_model(model_dir / "codec_encoder.xml", device,
+        self._model = ov.Core().compile_model(model / "codec_encoder.xml", device,
                                               {"INFERENCE_PRECISION_HINT": "f32"})
 
     def of_audio(self, samples: np.ndarray, rate: int) -> np.ndarray:

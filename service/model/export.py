@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TextIO
 
 from service.model.build import write_model_dir
-from service.model.checkpoint import CheckpointError, load_tensors, read_json
+from service.model.checkpoint import load_tensors, read_json
 from service.model.presets import talker_shapes
 from service.model.speaker_encoder import speaker_encoder_shapes
 from service.model.tokenizer import tokenizer_from_files

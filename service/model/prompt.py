@@ -36,14 +36,13 @@ prefill ends, after the tags, with the clip's transcript and codes instead of th
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import openvino as ov
-from safetensors.numpy import load_file
 from tokenizers import Tokenizer
+
+from service.model.manifest import ModelDir
 
 _ROLE = "<|im_start|>assistant\n"
 _CLOSE = "<|im_end|>\n<|im_start|>assistant\n"
@@ -63,20 +62,19 @@ class Prompt:
 
 
 class PromptBuilder:
-    def __init__(self, model_dir, device: str = "CPU", non_streaming_mode: bool = True):
-        model_dir = Path(model_dir)
-        self.manifest = json.loads((model_dir / "chorus.json").read_text(encoding="utf-8"))
-        self.sample_rate = int(self.manifest["sample_rate"])
-        self.generation = dict(self.manifest["generation"])
+    def __init__(self, model: ModelDir, device: str = "CPU", non_streaming_mode: bool = True):
+        self.manifest = model.manifest
+        self.sample_rate = self.manifest.sample_rate
+        self.generation = dict(self.manifest.generation)
         self.non_streaming_mode = non_streaming_mode
-        self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        tables = load_file(str(model_dir / "embeddings.safetensors"))
+        self._tokenizer = Tokenizer.from_file(str(model / "tokenizer.json"))
+        tables = model.embeddings
         self._codec_embedding = tables["codec_embedding"]
         self._cp_codec_embedding = tables["cp_codec_embedding"]  # [15, codebook, H]: codebooks 1-15 (ICL codes)
         # f32: the text embeddings are computed once per request, and bf16 would shift every prompt row.
-        self._text = ov.Core().compile_model(model_dir / "text.xml", device, {"INFERENCE_PRECISION_HINT": "f32"})
-        self._codec_ids = self.manifest["codec_ids"]
-        self._text_ids = self.manifest["text_ids"]
+        self._text = ov.Core().compile_model(model / "text.xml", device, {"INFERENCE_PRECISION_HINT": "f32"})
+        self._codec_ids = self.manifest.codec_ids
+        self._text_ids = self.manifest.text_ids
         self._role_ids = self._encode(_ROLE)
         self._close_ids = self._encode(_CLOSE)
 
@@ -98,7 +96,7 @@ class PromptBuilder:
         if ids[:role] != self._role_ids or ids[len(ids) - close:] != self._close_ids or not text_ids:
             raise PromptError(f"text {text[:40]!r} does not tokenize to a non-empty text between the prompt frame")
         instruct_ids = (self._encode(f"<|im_start|>user\n{instruct}<|im_end|>\n")
-                        if instruct and self.manifest.get("supports_instruct", True) else [])
+                        if instruct and self.manifest.supports_instruct else [])
         ref_ids = self._ref_ids(ref_text) if ref_text is not None else []
         special = [self._text_ids[key] for key in ("tts_pad", "tts_bos", "tts_eos")]
         embeds = self._text_embeds(instruct_ids + ref_ids + ids[:role] + text_ids + special)
@@ -146,7 +144,7 @@ class PromptBuilder:
         )
 
     def _codec_prefix(self, speaker: str | None, language: str | None) -> list[int]:
-        languages, speakers = self.manifest["languages"], self.manifest["speakers"]
+        languages, speakers = self.manifest.languages, self.manifest.speakers
         language = (language or "auto").lower()
         if language != "auto" and language not in languages:
             raise PromptError(f"unknown language {language!r}; the model knows auto, {', '.join(languages)}")
@@ -158,7 +156,7 @@ class PromptBuilder:
                 raise PromptError(f"unknown speaker {speaker!r}; the model has {', '.join(speakers) or 'none'}")
             speaker_id = speakers[speaker]
             # A dialect speaker speaks its dialect when the language is Chinese or left to the model.
-            dialect = self.manifest.get("speaker_is_dialect", {}).get(speaker, False)
+            dialect = self.manifest.speaker_is_dialect.get(speaker, False)
             if dialect and language in ("chinese", "auto"):
                 language_id = languages[dialect]
         ids = self._codec_ids

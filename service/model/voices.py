@@ -13,7 +13,6 @@ Home Assistant matches voices to a pipeline by language code ("en"), while Qwen3
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import threading
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from service.config import CloneVoice, ConfigError, VoicesSettings, load_voices
 from service.errors import UnknownVoice
+from service.model.manifest import ModelDir
 
 _LOG = logging.getLogger(__name__)
 
@@ -45,8 +45,8 @@ class VoiceInfo:
 class Voices:
     """A model's voices under a voices section, re-read from its file when that changes (one stat per call)."""
 
-    def __init__(self, model_dir: Path, settings: VoicesSettings):
-        self._manifest = json.loads((Path(model_dir) / "chorus.json").read_text(encoding="utf-8"))
+    def __init__(self, model: ModelDir, settings: VoicesSettings):
+        self._manifest = dataclasses.asdict(model.manifest)  # build_voices reads the voice fields of a mapping
         self._source = settings.source
         self._stamp = _stamp(self._source)
         self._lock = threading.Lock()
