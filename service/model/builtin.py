@@ -19,8 +19,8 @@ from service.model.hub import HUB_MODELS, hub_model, hub_repo
 BUILTIN_PREFIX = "builtin:"
 BUILTIN_MODELS = ("tiny",)
 # Every module whose code decides the bytes of the built directory.
-_BUILDER_MODULES = ("build", "code_predictor", "codec_decoder", "codec_random", "decoder", "manifest", "ops",
-                    "presets", "talker", "text", "tokenizer")
+_BUILDER_MODULES = ("attention", "build", "code_predictor", "codec_decoder", "codec_random", "decoder", "manifest",
+                    "ops", "presets", "talker", "text", "tokenizer")
 
 
 def resolve_model(spec: str, data_dir: Path | str | None = None) -> Path:

@@ -29,6 +29,7 @@ import numpy as np
 import openvino as ov
 import openvino.opset15 as ops
 
+from service.model.attention import apply_rope, merge_heads, repeat_kv, rope_tables, split_heads, to_bhsd
 from service.model.ops import Weights, linear, named_input, named_output, rms_norm, silu
 
 _SNAKE_EPS = 1e-9  # SnakeBeta's no_div_by_zero
@@ -222,42 +223,18 @@ class _DecoderGraph:
         return rms_norm(x, self.weights, f"decoder.pre_transformer.{name}.weight", self.hidden,
                         self.config["rms_norm_eps"])
 
-    def rope_tables(self, positions: ov.Output) -> tuple[ov.Output, ov.Output]:
-        """cos and sin [1, 1, T, head_dim] of the default RoPE at the given i64 positions [T]."""
-        dim = self.head_dim
-        inv_freq = (1.0 / (self.config["rope_theta"] ** (np.arange(0, dim, 2, dtype=np.int64).astype(np.float32)
-                                                            / dim))).astype(np.float32)
-        freqs = ops.multiply(ops.unsqueeze(ops.convert(positions, ov.Type.f32), [1]),
-                             ops.constant(inv_freq[None, :]))
-        angles = ops.unsqueeze(ops.concat([freqs, freqs], 1), [0, 1])
-        return ops.cos(angles).output(0), ops.sin(angles).output(0)
-
-    def rotate(self, x: ov.Output, cos: ov.Output, sin: ov.Output) -> ov.Output:
-        # rotate_half as Slice + Multiply(-1): the form the CPU plugin recognises as RoPE.
-        half = self.head_dim // 2
-        x1 = ops.slice(x, [0], [half], [1], [3])
-        x2 = ops.slice(x, [half], [2 * half], [1], [3])
-        rotated = ops.concat([ops.multiply(x2, ops.constant(np.float32(-1))), x1], 3)
-        return ops.add(ops.multiply(x, cos), ops.multiply(rotated, sin)).output(0)
-
-    def heads(self, x: ov.Output, count: int) -> ov.Output:
-        """[1, T, count * head_dim] -> [1, count, T, head_dim]."""
-        return ops.transpose(ops.reshape(x, [0, 0, count, self.head_dim], True), [0, 2, 1, 3]).output(0)
-
     def attention(self, x: ov.Output, layer: str, rope: tuple[ov.Output, ov.Output], mask: ov.Output) -> ov.Output:
         hidden, heads, kv_heads, dim = self.hidden, self.num_heads, self.num_kv_heads, self.head_dim
-        q = self.rotate(self.heads(self.projection(x, layer + ".q_proj", heads * dim, hidden), heads), *rope)
-        k = self.rotate(self.heads(self.projection(x, layer + ".k_proj", kv_heads * dim, hidden), kv_heads), *rope)
-        v = self.heads(self.projection(x, layer + ".v_proj", kv_heads * dim, hidden), kv_heads)
+        q = apply_rope(to_bhsd(split_heads(self.projection(x, layer + ".q_proj", heads * dim, hidden), heads, dim)),
+                       *rope, dim)
+        k = apply_rope(to_bhsd(split_heads(self.projection(x, layer + ".k_proj", kv_heads * dim, hidden), kv_heads,
+                                           dim)), *rope, dim)
+        v = to_bhsd(split_heads(self.projection(x, layer + ".v_proj", kv_heads * dim, hidden), kv_heads, dim))
         k = self.history(layer + ".keys", k, self.past_keys)
         v = self.history(layer + ".values", v, self.past_keys)
-        if heads != kv_heads:  # grouped-query attention: repeat each key/value head
-            repeat = ops.constant(np.array([1, 1, heads // kv_heads, 1, 1], np.int64))
-            k, v = (ops.reshape(ops.broadcast(ops.unsqueeze(t, [2]), repeat, "bidirectional"),
-                                [0, heads, -1, dim], True).output(0) for t in (k, v))
+        k, v = (repeat_kv(t, heads, kv_heads, dim) for t in (k, v))
         y = ops.scaled_dot_product_attention(q, k, v, mask, ops.constant(np.float32(dim ** -0.5)))
-        y = ops.reshape(ops.transpose(y, [0, 2, 1, 3]), [0, 0, heads * dim], True)
-        return self.projection(y.output(0), layer + ".o_proj", hidden, heads * dim)
+        return self.projection(merge_heads(y.output(0), heads, dim), layer + ".o_proj", hidden, heads * dim)
 
     def mlp(self, x: ov.Output, layer: str) -> ov.Output:
         size = self.config["intermediate_size"]
@@ -278,7 +255,9 @@ class _DecoderGraph:
     def transformer(self, x: ov.Output, offset: ov.Output) -> ov.Output:
         """pre_transformer: [1, T, latent] -> [1, T, latent]; offset = absolute position of the first frame."""
         length = ops.squeeze(self.frames, [0])
-        rope = self.rope_tables(ops.add(ops.range(0, length, 1, "i64"), offset).output(0))
+        cos, sin = rope_tables(ops.add(ops.range(0, length, 1, "i64"), offset).output(0), self.head_dim,
+                               self.config["rope_theta"])  # [T, D]
+        rope = (ops.unsqueeze(cos, [0, 1]).output(0), ops.unsqueeze(sin, [0, 1]).output(0))  # [1, 1, T, D]
         mask = self.window_mask(offset, length)
         x = self.projection(x, "input_proj", self.hidden, self.latent, bias=True)
         for i in range(self.config["num_hidden_layers"]):

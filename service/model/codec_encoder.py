@@ -22,6 +22,7 @@ import numpy as np
 import openvino as ov
 import openvino.opset13 as op
 
+from service.model.attention import apply_rope, merge_heads, repeat_kv, rope_tables, split_heads, to_bhsd
 from service.model.ops import Weights, constant, dim, ints, linear, named_input, named_output, scalar
 
 _CODEBOOK_EPS = 1e-5  # MimiEuclideanCodebook's epsilon for cluster_usage
@@ -126,34 +127,12 @@ class _EncoderGraph:
         return op.add(op.multiply(y, constant(self.array(prefix + ".weight"))),
                       constant(self.array(prefix + ".bias"))).output(0)
 
-    def heads(self, x: ov.Output, count: int) -> ov.Output:
-        """[1, T, count * head_dim] -> [1, count, T, head_dim]."""
-        return op.transpose(op.reshape(x, ints([0, 0, count, self.head_dim]), True), ints([0, 2, 1, 3])).output(0)
-
-    def rope(self, x: ov.Output, cos: ov.Output, sin: ov.Output) -> ov.Output:
-        half = self.head_dim // 2
-        x1 = op.slice(x, ints([0]), ints([half]), ints([1]), ints([3]))
-        x2 = op.slice(x, ints([half]), ints([2 * half]), ints([1]), ints([3]))
-        rotated = op.concat([op.multiply(x2, scalar(-1.0)), x1], 3)
-        return op.add(op.multiply(x, cos), op.multiply(rotated, sin)).output(0)
-
-    def repeat_kv(self, x: ov.Output) -> ov.Output:
-        groups = self.num_heads // self.num_kv_heads
-        if groups == 1:
-            return x
-        x = op.unsqueeze(x, ints([2]))
-        x = op.concat([x] * groups, 2)
-        return op.reshape(x, ints([0, self.num_heads, -1, self.head_dim]), True).output(0)
-
     def transformer_layer(self, x: ov.Output, prefix: str) -> ov.Output:
         hidden, heads, kv_heads, head_dim = self.hidden, self.num_heads, self.num_kv_heads, self.head_dim
         # positions, RoPE tables and the causal sliding-window mask (rebuilt per layer; constant-folded or cheap)
         positions = op.range(ints(0), op.squeeze(dim(x, 1), ints([0])), ints(1), "i64").output(0)
-        inv_freq = (1.0 / (float(self.config["rope_theta"]) ** (np.arange(0, head_dim, 2, dtype=np.int64)
-                                                                 .astype(np.float32) / head_dim))).astype(np.float32)
-        freqs = op.multiply(op.unsqueeze(op.convert(positions, "f32"), ints([1])), constant(inv_freq[None, :]))
-        angles = op.unsqueeze(op.concat([freqs, freqs], 1), ints([0, 1]))
-        cos, sin = op.cos(angles).output(0), op.sin(angles).output(0)
+        cos, sin = (op.unsqueeze(t, ints([0, 1])).output(0)  # [1, 1, T, D]
+                    for t in rope_tables(positions, head_dim, self.config["rope_theta"]))
         query_pos = op.unsqueeze(positions, ints([1]))
         key_pos = op.unsqueeze(positions, ints([0]))
         allowed = op.less_equal(key_pos, query_pos)
@@ -165,15 +144,16 @@ class _EncoderGraph:
         residual = x
         y = self.layer_norm(x, f"{prefix}.input_layernorm")
         attn = f"{_PREFIX}{prefix}.self_attn"
-        q = self.rope(self.heads(linear(y, self.w, f"{attn}.q_proj", heads * head_dim, hidden), heads), cos, sin)
-        k = self.rope(self.heads(linear(y, self.w, f"{attn}.k_proj", kv_heads * head_dim, hidden), kv_heads),
-                      cos, sin)
-        v = self.heads(linear(y, self.w, f"{attn}.v_proj", kv_heads * head_dim, hidden), kv_heads)
-        scores = op.multiply(op.matmul(q, self.repeat_kv(k), False, True), scalar(1 / math.sqrt(head_dim)))
+        def heads_of(name: str, count: int) -> ov.Output:  # [1, count, T, D]
+            return to_bhsd(split_heads(linear(y, self.w, f"{attn}.{name}", count * head_dim, hidden), count, head_dim))
+
+        q = apply_rope(heads_of("q_proj", heads), cos, sin, head_dim)
+        k = repeat_kv(apply_rope(heads_of("k_proj", kv_heads), cos, sin, head_dim), heads, kv_heads, head_dim)
+        v = repeat_kv(heads_of("v_proj", kv_heads), heads, kv_heads, head_dim)
+        scores = op.multiply(op.matmul(q, k, False, True), scalar(1 / math.sqrt(head_dim)))
         probs = op.softmax(op.add(scores, mask), -1)
-        context = op.matmul(probs, self.repeat_kv(v), False, False)
-        context = op.reshape(op.transpose(context, ints([0, 2, 1, 3])), ints([0, 0, heads * head_dim]), True)
-        y = linear(context.output(0), self.w, f"{attn}.o_proj", hidden, heads * head_dim)
+        context = op.matmul(probs, v, False, False).output(0)
+        y = linear(merge_heads(context, heads, head_dim), self.w, f"{attn}.o_proj", hidden, heads * head_dim)
         x = op.add(residual, op.multiply(y, constant(self.array(f"{prefix}.self_attn_layer_scale.scale")))).output(0)
 
         residual = x

@@ -17,7 +17,8 @@ import numpy as np
 import openvino as ov
 import openvino.opset13 as op
 
-from service.model.ops import Weights, arange, dim, ints, linear, require, rms_norm, scalar, silu, slice_axis
+from service.model.attention import apply_rope, merge_heads, repeat_kv, rope_tables, split_heads, to_bhsd
+from service.model.ops import Weights, arange, dim, ints, linear, require, rms_norm, scalar, silu
 
 # Added to masked attention scores; finite so that a fully masked (left-padding) row stays NaN-free.
 _MASKED = np.float32(np.finfo(np.float32).min)
@@ -98,22 +99,6 @@ class KVState:
         return full[0], full[1]
 
 
-def rope_tables(positions: ov.Output, spec: DecoderSpec) -> tuple[ov.Output, ov.Output]:
-    """cos and sin [B, 1, S, head_dim] for i64 positions [B, S] (HF layout: the frequencies repeated twice)."""
-    inv_freq = 1.0 / spec.rope_theta ** (np.arange(0, spec.head_dim, 2, dtype=np.float64) / spec.head_dim)
-    angles = op.multiply(op.unsqueeze(op.convert(positions, "f32"), ints([-1])),
-                         op.constant(inv_freq.astype(np.float32)))
-    doubled = op.unsqueeze(op.concat([angles, angles], -1), ints([1]))
-    return op.cos(doubled).output(0), op.sin(doubled).output(0)
-
-
-def _apply_rope(x: ov.Output, cos: ov.Output, sin: ov.Output, head_dim: int) -> ov.Output:
-    half = head_dim // 2
-    rotated = op.concat([op.multiply(slice_axis(x, half, head_dim, -1), scalar(-1.0)),
-                         slice_axis(x, 0, half, -1)], -1)
-    return op.add(op.multiply(x, cos), op.multiply(rotated, sin)).output(0)
-
-
 def causal_mask(query_len: ov.Output, key_len: ov.Output) -> ov.Output:
     """bool [S, T]: query i (absolute position T - S + i) may see key j <= T - S + i."""
     past = op.subtract(key_len, query_len)
@@ -126,36 +111,19 @@ def additive_mask(allowed: ov.Output) -> ov.Output:
     return op.select(allowed, scalar(0.0), op.constant(_MASKED)).output(0)
 
 
-def _heads(x: ov.Output, count: int, head_dim: int) -> ov.Output:
-    """[B, S, count*head_dim] -> [B, S, count, head_dim]"""
-    return op.reshape(x, ints([0, 0, count, head_dim]), special_zero=True).output(0)
-
-
-def _to_bhsd(x: ov.Output) -> ov.Output:
-    return op.transpose(x, ints([0, 2, 1, 3])).output(0)
-
-
-def _repeat_kv(x: ov.Output, spec: DecoderSpec) -> ov.Output:
-    groups = spec.num_heads // spec.num_kv_heads
-    if groups == 1:
-        return x
-    expanded = op.broadcast(op.unsqueeze(x, ints([2])), ints([1, 1, groups, 1, 1]), broadcast_spec="BIDIRECTIONAL")
-    return op.reshape(expanded, ints([0, spec.num_heads, -1, spec.head_dim]), special_zero=True).output(0)
-
-
 def _attention(x: ov.Output, weights: Weights, prefix: str, spec: DecoderSpec, layer: int,
                rope: tuple[ov.Output, ov.Output], mask: ov.Output, kv: KVState) -> ov.Output:
     d, h, kvh = spec.head_dim, spec.num_heads, spec.num_kv_heads
     eps = spec.rms_norm_eps
-    q = _heads(linear(x, weights, f"{prefix}.q_proj", h * d, spec.hidden_size), h, d)
-    k = _heads(linear(x, weights, f"{prefix}.k_proj", kvh * d, spec.hidden_size), kvh, d)
-    v = _heads(linear(x, weights, f"{prefix}.v_proj", kvh * d, spec.hidden_size), kvh, d)
-    q = _apply_rope(_to_bhsd(rms_norm(q, weights, f"{prefix}.q_norm.weight", d, eps)), *rope, d)
-    k = _apply_rope(_to_bhsd(rms_norm(k, weights, f"{prefix}.k_norm.weight", d, eps)), *rope, d)
-    k_all, v_all = kv.append(layer, k, _to_bhsd(v))
-    out = op.scaled_dot_product_attention(q, _repeat_kv(k_all, spec), _repeat_kv(v_all, spec), mask,
+    q = split_heads(linear(x, weights, f"{prefix}.q_proj", h * d, spec.hidden_size), h, d)
+    k = split_heads(linear(x, weights, f"{prefix}.k_proj", kvh * d, spec.hidden_size), kvh, d)
+    v = split_heads(linear(x, weights, f"{prefix}.v_proj", kvh * d, spec.hidden_size), kvh, d)
+    q = apply_rope(to_bhsd(rms_norm(q, weights, f"{prefix}.q_norm.weight", d, eps)), *rope, d)
+    k = apply_rope(to_bhsd(rms_norm(k, weights, f"{prefix}.k_norm.weight", d, eps)), *rope, d)
+    k_all, v_all = kv.append(layer, k, to_bhsd(v))
+    out = op.scaled_dot_product_attention(q, repeat_kv(k_all, h, kvh, d), repeat_kv(v_all, h, kvh, d), mask,
                                           causal=False)
-    merged = op.reshape(_to_bhsd(out), ints([0, 0, h * d]), special_zero=True).output(0)
+    merged = merge_heads(out, h, d)
     return linear(merged, weights, f"{prefix}.o_proj", spec.hidden_size, h * d)
 
 
@@ -169,7 +137,8 @@ def _mlp(x: ov.Output, weights: Weights, prefix: str, spec: DecoderSpec) -> ov.O
 def decoder_stack(x: ov.Output, weights: Weights, prefix: str, spec: DecoderSpec, positions: ov.Output,
                   mask: ov.Output, kv: KVState) -> ov.Output:
     """All layers and the final norm of `{prefix}.layers.*` / `{prefix}.norm`; returns [B, S, hidden]."""
-    rope = rope_tables(positions, spec)
+    cos, sin = rope_tables(positions, spec.head_dim, spec.rope_theta)  # [B, S, D]
+    rope = (op.unsqueeze(cos, ints([1])).output(0), op.unsqueeze(sin, ints([1])).output(0))  # one for all heads
     eps = spec.rms_norm_eps
     for i in range(spec.num_layers):
         layer = f"{prefix}.layers.{i}"
