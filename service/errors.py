@@ -26,8 +26,6 @@ class UnexpectedEvent(ReplyError):
 class EngineError(ReplyError):
     """A request the engine could not serve."""
 
-    code = "request-failed"
-
 
 class QueueFull(EngineError):
     """Rejected on arrival: too many requests are already waiting."""

@@ -3,7 +3,6 @@ runner wrapper share. It holds no policy; the scheduler moves it between states.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from enum import Enum
 
@@ -47,7 +46,6 @@ class StepOutput:
     logits: np.ndarray | None = None  # float32 [S, vocab], only when asked for (tests)
 
 
-_arrivals = itertools.count()
 
 
 class Sequence:
@@ -69,7 +67,6 @@ class Sequence:
         if frame_cap < 1:
             raise ValueError(f"frame_cap must be at least 1, got {frame_cap}")
         self.id = seq_id
-        self.arrival = next(_arrivals)
         # Generated ahead of need (a reply's next sentence while the current one is heard): admitted only when no
         # other request waits, and the first to give its place up to one that does. promote() ends it.
         self.deferred = False

@@ -3,6 +3,7 @@ plus the model directory, the built-in cache and the prompt layout. Tiny preset,
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from collections import Counter
 
 import numpy as np
@@ -18,7 +19,7 @@ from service.model import builtin
 from service.model.build import write_model_dir
 from service.model.code_predictor import build_code_predictor
 from service.model.codec_random import CODEC_PRESETS, random_codec_decoder_weights
-from service.model.presets import TEXT_SPECIAL_TOKENS, random_talker_weights, talker_config
+from service.model.presets import TEXT_SPECIAL_TOKENS, random_talker_weights, talker_config, tokenizer_vocab_size
 from service.model.prompt import PromptBuilder
 from service.model.talker import build_talker
 from service.model.text import build_text
@@ -290,3 +291,18 @@ def test_prompt_dialect_speaker_and_errors(model_dir, weights):
         builder.build("Hello.", speaker="nobody")
     with pytest.raises(ValueError, match="language"):
         builder.build("Hello.", language="klingon")
+
+
+def test_the_tiny_presets_weights_are_keyed_and_shaped_like_a_reference_checkpoint():
+    """tests/data/qwen3-tts-tiny-checkpoint-keys.tsv lists every tensor of a tiny checkpoint made with the reference's
+    own classes (one code-predictor layer; the preset has two): each must be in the preset, with its shape."""
+    rows = [line.rstrip("\n").split("\t") for line in
+            (Path(__file__).parent / "data" / "qwen3-tts-tiny-checkpoint-keys.tsv").read_text().splitlines()
+            if not line.startswith("#")]
+    expected = {name: json.loads(shape) for file, name, shape, _ in rows if file == "ckpt/model.safetensors"}
+    tokenizer_json = train_tokenizer(tokenizer_vocab_size("tiny"), list(TEXT_SPECIAL_TOKENS.values()))
+    ids = special_token_ids(tokenizer_json, list(TEXT_SPECIAL_TOKENS.values()))
+    config = talker_config("tiny", {key: ids[token] for key, token in TEXT_SPECIAL_TOKENS.items()})
+    weights = random_talker_weights(config, np.random.default_rng(0))
+    assert len(expected) > 50
+    assert {name: list(weights[name].shape) for name in expected if name in weights} == expected

@@ -27,7 +27,7 @@ _COMMON = {
     "upsampling_ratios": [2, 2],
 }
 CODEC_PRESETS = {
-    # The shapes of the tiny checkpoint the reference classes produce (notes/qwen3-tts-tiny-checkpoint-keys.tsv);
+    # The shapes of the tiny checkpoint the reference classes produce (tests/data/qwen3-tts-tiny-checkpoint-keys.tsv);
     # the head split is not visible in the shapes, 4 x 8 is our choice.
     "tiny": {**_COMMON, "codebook_dim": 32, "latent_dim": 32, "hidden_size": 32, "intermediate_size": 64,
              "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4, "head_dim": 8,
