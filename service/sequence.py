@@ -46,8 +46,6 @@ class StepOutput:
     logits: np.ndarray | None = None  # float32 [S, vocab], only when asked for (tests)
 
 
-
-
 class Sequence:
     """Rows are the talker's input embeddings: the prompt, then one row per generated frame (the frame's codes
     embedded, plus the text track). Rows [0, num_computed) have their KV cached in block_table's blocks.
