@@ -21,11 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
-from service.model.manifest import ModelDir
 from service.blocks import BlockManager
 from service.codec_stream import StreamingCodecDecoder
 from service.errors import SetupError
 from service.model.builtin import resolve_model
+from service.model.manifest import ModelDir
 from service.runner import PagedRunner, RunnerOptions
 from service.scheduler import ScheduledEntry, Scheduler
 from service.sequence import FinishReason, SamplingParams, Sequence

@@ -22,8 +22,8 @@ from service.config import ConfigError, Settings, load_settings
 from service.discovery import Advertisement, advertised_address, default_name
 from service.errors import EngineError, SetupError
 from service.listeners import bind_listener
-from service.model.hub import HUB_MODELS
 from service.metrics import Metrics, MetricsServer
+from service.model.hub import HUB_MODELS
 from service.server import ChorusServer, program_version
 
 _LOG = logging.getLogger("wyoming-chorus")
@@ -189,9 +189,10 @@ def export(args: argparse.Namespace) -> int:
 
 def _common_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="configuration file instead of the embedded config.yaml")
-    parser.add_argument("--model", help="model directory; or a Qwen3-TTS model on the Hugging Face hub, downloaded and "
-                        "exported into --data-dir on first use: " + ", ".join(HUB_MODELS) + " or OWNER/NAME (e.g. "
-                        "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice); or builtin:tiny, a random model for tests (engine.model)")
+    parser.add_argument("--model", help="model directory; or a Qwen3-TTS model on the Hugging Face hub, downloaded "
+                        "and exported into --data-dir on first use: " + ", ".join(HUB_MODELS) + " or OWNER/NAME "
+                        "(e.g. Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice); or builtin:tiny, a random model for tests "
+                        "(engine.model)")
     parser.add_argument("--data-dir", help="where hub models are downloaded and exported (engine.data_dir)")
     parser.add_argument("--device", help="OpenVINO device: AUTO, CPU, GPU, GPU.N (engine.device)")
     parser.add_argument("--kv-precision",

@@ -81,8 +81,8 @@ class Scheduler:
         batch also gives up its newest deferred request (audio generated ahead of need) when a needed one waits.
         Then, unless this step preempted (re-admitting a victim at once would only thrash), waiting requests are
         admitted in order, needed ones before deferred ones, while the running cap, the remaining budget and the free
-        blocks allow, each with a first prefill chunk; the static policy admits only into an empty batch. An entry emits a frame when its chunk
-        reaches the request's last row."""
+        blocks allow, each with a first prefill chunk; the static policy admits only into an empty batch. An entry
+        emits a frame when its chunk reaches the request's last row."""
         self._preempted = []
         self._make_room_for_urgent()
         entries: list[ScheduledEntry] = []

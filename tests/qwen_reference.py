@@ -20,8 +20,8 @@ import numpy as np
 from service.model.codec_random import CODEC_PRESETS, random_codec_decoder_weights
 from service.model.presets import talker_config
 from service.model.tokenizer import special_token_ids, train_tokenizer
-from hub_layout import write_tokenizer_files
 
+from hub_layout import write_tokenizer_files
 
 _AUDIO_MODULES = ("librosa", "librosa.filters", "soundfile", "sox", "onnxruntime", "torchaudio",
                   "torchaudio.compliance", "torchaudio.compliance.kaldi")

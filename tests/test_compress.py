@@ -7,9 +7,9 @@ import shutil
 import numpy as np
 import pytest
 
-from service.model.manifest import ModelDir
 from service.model.builtin import resolve_model
 from service.model.compress import compress_model_dir
+from service.model.manifest import ModelDir
 from service.runner import PagedRunner, RunnerOptions
 from service.scheduler import ScheduledEntry
 from service.sequence import SamplingParams, Sequence, StepOutput

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from service.model.manifest import ModelDir
 from service.device import CpuFacts, available_devices, resolve_device
 from service.errors import SetupError
 from service.model.builtin import resolve_model
+from service.model.manifest import ModelDir
 from service.runner import PagedRunner, RunnerOptions
 
 # OPTIMIZATION_CAPABILITIES and the default inference precision as openvino 2026.4.1 reports them (AVX2: this

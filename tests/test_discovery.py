@@ -19,9 +19,9 @@ from wyoming.info import Describe
 from zeroconf import IPVersion, ServiceStateChange
 from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
 
-from conftest import free_port
 from service.discovery import SERVICE_TYPE, Advertisement, advertised_address, primary_address
 
+from conftest import free_port
 
 _ADVERTISED = "from service.discovery import advertised_address; print(advertised_address({!r}, None))"
 

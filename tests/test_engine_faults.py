@@ -19,7 +19,6 @@ from service.config import EngineSettings
 from service.engine import Engine
 from service.errors import RequestFailed
 
-
 LONG = "This reply goes on for a while, long enough to be running when something breaks inside the engine."
 TIMEOUT = 30
 
@@ -140,8 +139,9 @@ def test_a_dead_engine_fails_health_and_the_server_exits_non_zero(monkeypatch):
     import urllib.request
 
     import service.cli as cli
-    from conftest import free_port
     from service.config import MetricsSettings, ServerSettings, Settings, ZeroconfSettings
+
+    from conftest import free_port
 
     seen: dict[str, int] = {}
 

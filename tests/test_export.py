@@ -17,6 +17,7 @@ from service.model.codec_random import CODEC_PRESETS, random_codec_decoder_weigh
 from service.model.export import ExportError, export_checkpoint
 from service.model.presets import random_talker_weights, talker_config
 from service.model.tokenizer import special_token_ids, train_tokenizer
+
 from hub_layout import write_bf16_safetensors, write_shards, write_tokenizer_files
 
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|tts_pad|>", "<|tts_text_bos|>", "<|tts_text_eod|>"]
@@ -82,7 +83,8 @@ def test_tokenizer_from_the_slow_files_matches_the_original(checkpoint, tmp_path
     exported = Tokenizer.from_file(str(out / "tokenizer.json"))
     for text in ["Turn on the kitchen lights.", "  spaces\n\nnewlines\r\n", "Straße 今天 🙂 3.14 don't",
                  "<|im_start|>assistant\nHi<|im_end|>\n<|tts_pad|>"]:
-        assert exported.encode(text, add_special_tokens=False).ids == original.encode(text, add_special_tokens=False).ids
+        ours, theirs = (t.encode(text, add_special_tokens=False).ids for t in (exported, original))
+        assert ours == theirs
 
 
 def test_bf16_checkpoint_is_widened_exactly(tmp_path):

@@ -47,12 +47,12 @@ import openvino as ov  # noqa: E402
 import torch  # noqa: E402
 from tokenizers import Tokenizer  # noqa: E402
 
-from service.model.manifest import ModelDir  # noqa: E402
 from service.config import CloneVoice, DesignVoice, EngineSettings, VoicesSettings  # noqa: E402
 from service.engine import Engine  # noqa: E402
 from service.model.clone import ClipCodes, SpeakerEmbeddings, read_wav  # noqa: E402
 from service.model.export import export_checkpoint  # noqa: E402
 from service.model.language import choose_language  # noqa: E402
+from service.model.manifest import ModelDir  # noqa: E402
 from service.model.mel import log_mel  # noqa: E402
 from service.model.normalize import normalize  # noqa: E402
 from service.model.prompt import PromptBuilder  # noqa: E402
@@ -60,6 +60,7 @@ from service.model.voices import Voices  # noqa: E402
 from service.runner import PagedRunner, RunnerOptions  # noqa: E402
 from service.scheduler import ScheduledEntry  # noqa: E402
 from service.sequence import SamplingParams, Sequence  # noqa: E402
+
 import qwen_reference as reference  # noqa: E402
 
 # The CPU plugin keeps a stateful graph's KV cache in u8 unless told otherwise.

@@ -23,6 +23,7 @@ import pytest
 
 from service.errors import SetupError
 from service.model import builtin, hub
+
 from test_export import write_checkpoint
 
 REPO = "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice"

@@ -3,8 +3,8 @@ plus the model directory, the built-in cache and the prompt layout. Tiny preset,
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import openvino as ov
@@ -13,17 +13,18 @@ from openvino._offline_transformations import paged_attention_transformation
 from safetensors.numpy import load_file
 from tokenizers import Tokenizer
 
-from service.model.manifest import ModelDir
 from service.errors import SetupError
 from service.model import builtin
 from service.model.build import write_model_dir
 from service.model.code_predictor import build_code_predictor
 from service.model.codec_random import CODEC_PRESETS, random_codec_decoder_weights
+from service.model.manifest import ModelDir
 from service.model.presets import TEXT_SPECIAL_TOKENS, random_talker_weights, talker_config, tokenizer_vocab_size
 from service.model.prompt import PromptBuilder
 from service.model.talker import build_talker
 from service.model.text import build_text
 from service.model.tokenizer import special_token_ids, train_tokenizer
+
 from reference_numpy import CodePredictor, Talker, text_embeds
 
 EXACT = {"INFERENCE_PRECISION_HINT": "f32", "KV_CACHE_PRECISION": "f32"}

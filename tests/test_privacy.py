@@ -14,8 +14,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from conftest import free_port
 
 # Records every name lookup and connection of the server process and of every child it forks (an audit hook is

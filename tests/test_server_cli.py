@@ -8,8 +8,9 @@ import wave
 import numpy as np
 import pytest
 
-from conftest import free_port
 from service.cli import main
+
+from conftest import free_port
 
 
 def test_synth_writes_a_wav_and_the_codes(tmp_path):

@@ -16,6 +16,7 @@ from wyoming.tts import SynthesizeChunk, SynthesizeStart, SynthesizeStop
 from service.errors import InvalidText
 from service.sentences import AMBIGUOUS_GRACE, GRACE
 from service.server import Reply
+
 from test_server import HOST, TIMEOUT, audio
 
 pytestmark = pytest.mark.asyncio

@@ -16,15 +16,25 @@ from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe, Info
 from wyoming.tts import Synthesize, SynthesizeVoice
 
-from conftest import ServiceThread, free_port
-from service.model.manifest import ModelDir
-from service.config import (ConfigError, EngineSettings, MetricsSettings, ServerSettings, Settings, VoicesSettings,
-                            ZeroconfSettings, load_settings, load_voices)
+from service.config import (
+    ConfigError,
+    EngineSettings,
+    MetricsSettings,
+    ServerSettings,
+    Settings,
+    VoicesSettings,
+    ZeroconfSettings,
+    load_settings,
+    load_voices,
+)
 from service.engine import Engine
 from service.errors import InvalidText, RequestFailed, UnknownVoice
 from service.model.builtin import resolve_model
+from service.model.manifest import ModelDir
 from service.model.speaker_encoder import build_speaker_encoder, speaker_encoder_shapes
 from service.model.voices import Voices, build_voices
+
+from conftest import ServiceThread, free_port
 
 TINY = resolve_model("builtin:tiny")
 MANIFEST = json.loads((TINY / "chorus.json").read_text())  # custom_voice: ryan, serena, eric (Sichuan dialect)
