@@ -68,7 +68,7 @@ class Service:
         self.server = ChorusServer(
             self.engine, wyoming_socket,
             max_text_length=s.engine.max_text_length, samples_per_chunk=s.engine.samples_per_chunk,
-            metrics=self.metrics,
+            metrics=self.metrics, limits=s.server,
         )
         await self.server.start()
         _LOG.info("serving Wyoming TTS at %s", s.server.uri)

@@ -199,6 +199,12 @@ class ServerSettings:
     uri: str = _setting("tcp://0.0.0.0:10200", _uri)
     shutdown_timeout: float = _setting(10.0, _seconds)
     log_level: str = _setting("INFO", _one_of("DEBUG", "INFO", "WARNING", "ERROR", normalise=str.upper))
+    max_connections: int = _setting(64, _integer(1))
+    idle_timeout: float = _setting(300.0, _seconds)
+    event_timeout: float = _setting(10.0, _seconds)
+    max_event_bytes: int = _setting(1 << 20, _integer(1024))
+    max_queued_replies: int = _setting(8, _integer(1))
+    max_buffered_audio_seconds: float = _setting(30.0, _seconds)
 
 
 @dataclass(frozen=True)

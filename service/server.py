@@ -20,8 +20,20 @@ Replies (what the client receives):
   hang it. A stream that carries no text at all is not an error: its audio is empty.
 - An event out of order gets an `error` event: synthesize-chunk outside a stream, a second synthesize-start
   (ignored; the open stream goes on), synthesize-stop outside a stream (followed by synthesize-stopped, which the
-  client waits for). Unknown event types are ignored; an unreadable event closes the connection.
+  client waits for). Unknown event types are ignored.
 - Anything else that goes wrong while speaking closes the connection, which ends the client's wait too.
+
+Limits (config.yaml's `server` section), so that no client can tie up the server:
+- An event that cannot be read (service.event_reader: a header of the wrong shape, sizes that are not small
+  non-negative integers, more than server.max_event_bytes, invalid JSON) gets an `error` and the connection is
+  closed: where the next event would start is unknown. So does an event not complete within server.event_timeout
+  of its first byte, and a client that keeps sending requests after server.max_queued_replies of them were refused.
+- server.max_connections: a connection beyond them gets an `error` and is closed at once.
+- server.idle_timeout: a connection silent for that long while none of its replies is being spoken is closed.
+- server.max_queued_replies: a request beyond them is refused with an `error` and still ended in order.
+- server.max_buffered_audio_seconds: a client that falls that far behind in reading its audio and does not catch
+  up within as many seconds gets an `error` and is cut off; its reply is aborted (the engine never waits for it).
+Whatever a client sends or however it leaves, the log gets at most a DEBUG line, never a traceback.
 """
 from __future__ import annotations
 
@@ -37,12 +49,14 @@ from typing import Any, Protocol
 
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
-from wyoming.event import Event
+from wyoming.event import Event, async_write_event
 from wyoming.info import Attribution, Describe, Info, TtsProgram, TtsVoice
 from wyoming.server import AsyncEventHandler
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped, SynthesizeVoice
 
+from service.config import ServerSettings
 from service.errors import InvalidText, MalformedEvent, QueueFull, ReplyError, RequestFailed, UnexpectedEvent
+from service.event_reader import MAX_HEADER_BYTES, BadEvent, EventReader, json_kind
 from service.metrics import Metrics
 from service.reply_log import ReplyLog
 from service.sentence_audio import sentence_audio
@@ -56,6 +70,27 @@ _SAMPLE_WIDTH = 2  # int16
 _CHANNELS = 1
 # How long a shutdown waits for the `error` and audio-stop of replies it aborts to reach their clients.
 _END_REPLY_TIMEOUT = 2.0
+# How long a closed connection may take to hand its last bytes to a client before it is dropped: a client that does
+# not read would otherwise keep the socket, and the audio buffered for it, for ever.
+_CLOSE_GRACE = 5.0
+# How long the `error` that ends a connection may take to be written, and then the client's last input to be read.
+_HANG_UP_TIMEOUT = 1.0
+
+
+class EventTimeout(BadEvent):
+    """An event begun and not finished within server.event_timeout."""
+
+    code = "event-timeout"
+
+
+class TooManyRequests(BadEvent):
+    """Requests still coming after server.max_queued_replies of them were refused: the client is not listening."""
+
+    code = "queue-full"
+
+
+class ClientTooSlow(ConnectionError):
+    """The client is more than server.max_buffered_audio_seconds behind in reading its audio."""
 
 
 class Voice(Protocol):
@@ -188,8 +223,11 @@ class Reply:
 
     async def _wait(self, timeout: float | None = None) -> None:
         self._changed.clear()
+        # Not asyncio.wait_for: on Python 3.11 it swallows a cancellation that arrives just as the event is set (the
+        # speaker is cancelled right after a chunk came), and the reply then goes on for a client that has left.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._changed.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._changed.wait()
 
 
 class _AudioOut:
@@ -236,22 +274,26 @@ class ChorusServer:
     """
 
     def __init__(self, engine: SpeechEngine, listener: socket.socket, *, max_text_length: int,
-                 samples_per_chunk: int, metrics: Metrics | None = None):
+                 samples_per_chunk: int, metrics: Metrics | None = None, limits: ServerSettings | None = None):
         self.engine = engine
         self.metrics = metrics or Metrics()
         self.max_text_length = max_text_length
         self.samples_per_chunk = samples_per_chunk
+        self.limits = limits or ServerSettings()
         self.version = program_version()
         self._listener = listener
         self._server: asyncio.Server | None = None
         self._handlers: set[ChorusHandler] = set()
         self._closing = False
+        self._refusing = False  # at max_connections: said once in the log, not once per refused connection
 
     async def start(self) -> None:
+        # The stream's line limit bounds what a header line can make it buffer (readuntil stops there).
+        line_limit = min(MAX_HEADER_BYTES, self.limits.max_event_bytes)
         if self._listener.family == socket.AF_UNIX:
-            self._server = await asyncio.start_unix_server(self._connect, sock=self._listener)
+            self._server = await asyncio.start_unix_server(self._connect, sock=self._listener, limit=line_limit)
         else:
-            self._server = await asyncio.start_server(self._connect, sock=self._listener)
+            self._server = await asyncio.start_server(self._connect, sock=self._listener, limit=line_limit)
 
     async def stop(self, timeout: float) -> None:
         """Refuse new connections, let running replies finish for up to `timeout` s, then end the rest with an
@@ -278,15 +320,42 @@ class ChorusServer:
             await asyncio.wait(closing, timeout=timeout)
 
     async def _connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """asyncio's callback for a new connection. Nothing may escape it: asyncio would log it as unhandled."""
+        try:
+            await self._serve(reader, writer)
+        except asyncio.CancelledError:  # the loop is closing; Python 3.11's callback would choke on a cancelled task
+            writer.transport.abort()
+        except Exception:  # a bug: one traceback, and this connection closes
+            _LOG.exception("connection failed")
+            writer.transport.abort()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self._closing:
             writer.close()
             return
+        if self.connections >= self.limits.max_connections:
+            if not self._refusing:
+                _LOG.warning("%d connections are open (server.max_connections): refusing new ones",
+                             self.connections)
+            self._refusing = True
+            await _hang_up(reader, writer, f"the server has {self.limits.max_connections} connections open already",
+                           "too-many-connections")
+            _close(writer)
+            return
+        if self._refusing:
+            _LOG.info("accepting new connections again")
+            self._refusing = False
         handler = ChorusHandler(reader, writer, self)
         self._handlers.add(handler)
         await handler.run()
 
     def forget(self, handler: ChorusHandler) -> None:
         self._handlers.discard(handler)
+
+    @property
+    def connections(self) -> int:
+        """Connections being served (refused ones are never counted)."""
+        return len(self._handlers)
 
 
 class ChorusHandler(AsyncEventHandler):
@@ -303,8 +372,94 @@ class ChorusHandler(AsyncEventHandler):
         self._ending: ReplyError | None = None  # set when a shutdown ends every reply of this connection
         peer = writer.get_extra_info("peername")
         self._peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "a local socket"
+        limits = server.limits
+        self._events = EventReader(reader, limits.max_event_bytes)
+        self._quiet_since = time.monotonic()  # the last event, or the end of the last reply
+        # drain() waits once this much audio is buffered (asyncio's 64 KiB would be 0.7 s): see write_event.
+        bytes_per_second = server.engine.sample_rate * _SAMPLE_WIDTH * _CHANNELS
+        writer.transport.set_write_buffer_limits(high=round(limits.max_buffered_audio_seconds * bytes_per_second))
 
     # ---- reading task ----------------------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Reads and handles events until the client leaves, stays idle, or sends one that cannot be read. wyoming's
+        own loop trusts the header and lets errors escape; this one lets none escape."""
+        self._is_running = True
+        bad: BadEvent | None = None
+        try:
+            while self._is_running and (event := await self._next_event()) is not None:
+                self._quiet_since = time.monotonic()
+                if not await self.handle_event(event):
+                    break
+        except BadEvent as error:
+            _LOG.debug("%s sent an event that cannot be read (%s): %s; closing the connection",
+                       self._peer, error.code, error)
+            bad = error
+        except (OSError, asyncio.IncompleteReadError) as error:  # a reset, a broken pipe, an end mid-event
+            _LOG.debug("%s left in the middle of an event (%s)", self._peer, type(error).__name__)
+        finally:
+            await self.disconnect()  # the speaker first: nothing may be written after the error
+            if bad is not None:
+                await _hang_up(self.reader, self.writer, str(bad), bad.code)
+            _close(self.writer)
+
+    async def _next_event(self) -> Event | None:
+        """The next event; None once the client has closed the connection or stayed silent for idle_timeout while
+        none of its replies was being spoken. Raises EventTimeout for an event begun and not finished in time."""
+        limits = self._server.limits
+        while True:
+            busy = self._busy()
+            wait = limits.idle_timeout if busy else self._quiet_since + limits.idle_timeout - time.monotonic()
+            timer = asyncio.timeout(max(wait, 0.0))
+            try:
+                async with timer:
+                    began = await self._events.wait()
+                break
+            except TimeoutError:
+                if not timer.expired():  # the socket's own (an OSError)
+                    raise
+                if not busy:  # nothing but an event makes it busy again: it has been idle all along
+                    _LOG.debug("%s idle for %g s; closing the connection", self._peer, limits.idle_timeout)
+                    return None
+        if not began:
+            return None
+        timer = asyncio.timeout(limits.event_timeout)
+        try:
+            async with timer:
+                return await self._events.read()
+        except TimeoutError:
+            if not timer.expired():
+                raise
+            raise EventTimeout(f"the event was not complete {limits.event_timeout:g} s after it began") from None
+
+    def _unspoken(self) -> int:
+        """Replies received and not yet spoken to the end, the one being spoken included."""
+        return self._replies.qsize() + (self._speaking is not None)
+
+    def _busy(self) -> bool:
+        """Whether a reply that has all its text is still being spoken: a silent client is then waiting for audio,
+        not idle. An open stream waits for the client's text, so it does not count."""
+        return self._unspoken() > (self._stream is not None)
+
+    async def write_event(self, event: Event) -> None:
+        """Writes, then waits while max_buffered_audio_seconds of audio are unread, as long as that many seconds;
+        then the client is cut off. It is the time that counts, not only the size: the audio of a sentence made
+        ahead arrives all at once, more than a client that reads at full speed can take in at once."""
+        seconds = self._server.limits.max_buffered_audio_seconds
+        timer = asyncio.timeout(seconds)
+        try:
+            async with timer:
+                await super().write_event(event)
+        except TimeoutError:
+            if not timer.expired():
+                raise
+            _LOG.info("%s has not read its last %g s of audio in %g s (server.max_buffered_audio_seconds): "
+                      "cutting it off", self._peer, seconds, seconds)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(0):  # into the buffer, behind the audio: no waiting for it to drain
+                    await super().write_event(Error(text=f"{seconds:g} s of audio unread", code="client-too-slow")
+                                              .event())
+            raise ClientTooSlow(f"{seconds:g} s of audio unread for {seconds:g} s") from None
+
     async def handle_event(self, event: Event) -> bool:
         try:
             if Describe.is_type(event.type):
@@ -363,11 +518,16 @@ class ChorusHandler(AsyncEventHandler):
         self._stream = None
 
     def _enqueue(self, streaming: bool, event: Event) -> Reply:
+        limit = self._server.limits.max_queued_replies
+        if self._unspoken() >= 2 * limit:  # it ignores its refusals: only the connection's end stops it
+            raise TooManyRequests(f"{limit} replies are waiting and {limit} more were refused")
         try:
             voice = _voice(event.data)
             error = None
         except MalformedEvent as malformed:
             voice, error = None, malformed
+        if self._unspoken() >= limit:
+            voice, error = None, QueueFull(f"{limit} replies are waiting on this connection already")
         reply = Reply(voice, streaming, self._server.max_text_length)
         if error is not None:
             reply.fail(error)
@@ -409,6 +569,7 @@ class ChorusHandler(AsyncEventHandler):
                     await self._speak(reply)
                 finally:
                     self._replies.task_done()
+                    self._quiet_since = time.monotonic()
         except asyncio.CancelledError:
             if self._ending is None:  # the client left: nobody to tell
                 raise
@@ -474,16 +635,41 @@ class ChorusHandler(AsyncEventHandler):
             log.done(status, reply.characters, reply.text_since)
 
 
-def _text(data: dict[str, Any]) -> str:
-    text = data.get("text")
+async def _hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, text: str, code: str) -> None:
+    """The `error` that ends a connection (best effort: a client that does not read never gets it), then the end of
+    our side; what the client still sends is read and dropped for a moment, because closing a socket with unread
+    input sends a TCP reset, which would destroy the error on its way."""
+    with contextlib.suppress(OSError):  # TimeoutError included
+        async with asyncio.timeout(_HANG_UP_TIMEOUT):
+            await async_write_event(Error(text=text, code=code).event(), writer)
+            writer.write_eof()
+            while await reader.read(1 << 16):
+                pass
+
+
+def _close(writer: asyncio.StreamWriter) -> None:
+    """Close once the buffered bytes are out, or drop them after _CLOSE_GRACE (abort() of a closed one is a no-op)."""
+    writer.close()
+    asyncio.get_running_loop().call_later(_CLOSE_GRACE, writer.transport.abort)
+
+
+def _fields(data: Any) -> dict[str, Any]:
+    """An event's data; the reader hands on data that is valid JSON but not an object, for the reply to refuse."""
+    if not isinstance(data, dict):
+        raise MalformedEvent(f"the event's data must be an object, got {json_kind(data)}")
+    return data
+
+
+def _text(data: Any) -> str:
+    text = _fields(data).get("text")
     if not isinstance(text, str):
         raise MalformedEvent("the event needs a 'text' string")
     return text
 
 
-def _voice(data: dict[str, Any]) -> SynthesizeVoice | None:
+def _voice(data: Any) -> SynthesizeVoice | None:
     """The requested voice; None (Home Assistant's default) lets the engine pick its default voice."""
-    raw = data.get("voice")
+    raw = _fields(data).get("voice")
     if raw is None:
         return None
     fields = ("name", "language", "speaker")

@@ -11,14 +11,15 @@ from prometheus_client.parser import text_string_to_metric_families
 from wyoming.audio import AudioChunk, AudioStart
 from wyoming.client import AsyncTcpClient, AsyncUnixClient
 from wyoming.error import Error
-from wyoming.event import Event
+from wyoming.event import Event, async_read_event
 from wyoming.info import Describe, Info
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
 
-from conftest import free_port
-from service.metrics import Metrics, MetricsServer
 from service.listeners import bind_listener
+from service.metrics import Metrics, MetricsServer
 from service.server import ChorusServer
+
+from conftest import free_port
 
 pytestmark = pytest.mark.asyncio
 
@@ -214,7 +215,8 @@ async def test_a_disconnect_mid_reply_aborts_the_request_and_frees_its_blocks(ch
 async def extra_server(chorus, uri: str) -> ChorusServer:
     """Another Wyoming server, started on the session's engine, for the test to stop."""
     engine_settings = chorus.service.settings.engine
-    server = ChorusServer(chorus.service.engine, bind_listener(uri, "server.uri", "--uri"), max_text_length=engine_settings.max_text_length,
+    server = ChorusServer(chorus.service.engine, bind_listener(uri, "server.uri", "--uri"),
+                          max_text_length=engine_settings.max_text_length,
                           samples_per_chunk=engine_settings.samples_per_chunk)
     await server.start()
     return server
@@ -345,7 +347,9 @@ async def test_an_unreadable_event_closes_only_that_connection(chorus):
     reader, writer = await asyncio.open_connection(HOST, chorus.port)
     writer.write(b"this is not json\n")
     await writer.drain()
-    assert await asyncio.wait_for(reader.read(), TIMEOUT) == b""  # closed, nothing sent
+    event = await asyncio.wait_for(async_read_event(reader), TIMEOUT)
+    assert Error.from_event(event).code == "bad-event"
+    assert await asyncio.wait_for(reader.read(), TIMEOUT) == b""  # then closed
     writer.close()
     assert len(audio(await send(chorus.port, Synthesize(SENTENCE).event()))) > 0
 

@@ -1,0 +1,433 @@
+"""What a misbehaving client can do to the server, over real sockets (issue 8): malformed events, sizes announced
+but never sent, idle and half-sent connections, too many connections or requests, a client that never reads.
+
+Each test starts its own ChorusServer with small limits on the session's engine, in the test's own event loop, so
+that the loop's exception handler (where asyncio reports exceptions nobody retrieved) can be watched.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import gc
+import logging
+import socket
+import struct
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+from wyoming.error import Error
+from wyoming.event import Event, async_read_event, async_write_event
+from wyoming.info import Describe
+from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
+
+from service.config import ServerSettings
+from service.listeners import bind_listener
+from service.server import ChorusServer, Reply
+
+from conftest import free_port
+from test_server import HOST, SENTENCE, TIMEOUT, audio
+
+pytestmark = pytest.mark.asyncio
+
+PROMPT = 2.0  # seconds within which the server answers something it should answer at once
+LONG_TEXT = "The kitchen lights are on and the coffee will be ready in five minutes, said the robot butler. " * 3
+
+
+# ---- harness -------------------------------------------------------------------------------------------------------
+
+@contextlib.asynccontextmanager
+async def limited_server(chorus, sndbuf: int | None = None, **limits) -> AsyncIterator[tuple[ChorusServer, int]]:
+    """A server with `limits` (server.* keys) on the session's engine; `sndbuf` shrinks the kernel's send buffer of
+    the connections it accepts (they inherit it from the listener), so that a client that does not read is felt in
+    the server's own buffer at once."""
+    port = free_port()
+    listener = bind_listener(f"tcp://{HOST}:{port}", "server.uri", "--uri")
+    if sndbuf is not None:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
+    engine_settings = chorus.service.settings.engine
+    server = ChorusServer(chorus.service.engine, listener, max_text_length=engine_settings.max_text_length,
+                          samples_per_chunk=engine_settings.samples_per_chunk,
+                          limits=dataclasses.replace(ServerSettings(), **limits))
+    await server.start()
+    try:
+        yield server, port
+    finally:
+        await server.stop(timeout=5.0)
+
+
+@pytest.fixture
+async def unhandled() -> AsyncIterator[list[dict]]:
+    """What reaches the test loop's exception handler (asyncio's "Task exception was never retrieved", "Unhandled
+    exception in client_connected_cb", ...)."""
+    loop = asyncio.get_running_loop()
+    calls: list[dict] = []
+    loop.set_exception_handler(lambda _loop, context: calls.append(context))
+    yield calls
+    loop.set_exception_handler(None)
+
+
+def assert_quiet(caplog, unhandled: list[dict]) -> None:
+    """Nothing logged above DEBUG but each reply's INFO line, no traceback, nothing left for asyncio to report."""
+    gc.collect()  # "never retrieved" is reported when the task is collected
+    loud = [f"{r.levelname} {r.name}: {r.getMessage()}" for r in caplog.records
+            if r.levelno > logging.DEBUG and not (r.name == "service.replies" and r.levelno == logging.INFO)]
+    assert not loud, loud
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+    assert not any("never retrieved" in r.getMessage() for r in caplog.records)
+    assert not unhandled, [c.get("message") for c in unhandled]
+
+
+async def connect(port: int, rcvbuf: int | None = None) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    if rcvbuf is None:
+        return await asyncio.open_connection(HOST, port)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)  # before connecting: it sets the TCP window
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, (HOST, port))
+    return await asyncio.open_connection(sock=sock)
+
+
+async def error_then_close(reader: asyncio.StreamReader, timeout: float = PROMPT) -> Error:
+    """The one event the server sends before it closes: an `error`."""
+    event = await asyncio.wait_for(async_read_event(reader), timeout)
+    assert event is not None and event.type == "error", event
+    assert await asyncio.wait_for(reader.read(), timeout) == b"", "the connection stayed open"
+    return Error.from_event(event)
+
+
+async def closed_within(reader: asyncio.StreamReader, timeout: float) -> float:
+    """Seconds until the server closed the connection, sending nothing."""
+    started = time.monotonic()
+    assert await asyncio.wait_for(reader.read(), timeout) == b""
+    return time.monotonic() - started
+
+
+def reset(writer: asyncio.StreamWriter) -> None:
+    """Close with a TCP reset, as a client that crashes or drops the connection with unread data does."""
+    writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()
+
+
+async def until(condition, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        await asyncio.sleep(0.02)
+
+
+async def read_replies(reader: asyncio.StreamReader, count: int, last_type: str = "audio-stop") -> list[list[Event]]:
+    """`count` replies, each up to and including `last_type`."""
+    replies: list[list[Event]] = [[]]
+    while len(replies) <= count:
+        event = await asyncio.wait_for(async_read_event(reader), TIMEOUT)
+        assert event is not None, f"closed after {len(replies) - 1} replies"
+        replies[-1].append(event)
+        if event.type == last_type:
+            replies.append([])
+    return replies[:-1]
+
+
+# ---- unreadable events ---------------------------------------------------------------------------------------------
+
+MALFORMED = {
+    "number": b"5\n",
+    "null": b"null\n",
+    "array": b'["describe"]\n',
+    "empty object": b"{}\n",
+    "not json": b"this is not json\n",
+    "type not a string": b'{"type": 5}\n',
+    "payload_length a string": b'{"type": "describe", "payload_length": "5"}\n',
+    "payload_length an array": b'{"type": "describe", "payload_length": [1]}\n',
+    "payload_length an object": b'{"type": "describe", "payload_length": {}}\n',
+    "data_length 1.5": b'{"type": "describe", "data_length": 1.5}\n',
+    "data_length negative": b'{"type": "describe", "data_length": -1}\n',
+    "data_length 1e30": b'{"type": "describe", "data_length": 1e30}\n',
+    "data_length Infinity": b'{"type": "describe", "data_length": Infinity}\n',
+    "nested 1000 deep": b"[" * 1000 + b"]" * 1000 + b"\n",
+    "not UTF-8": b'{"type": "describe\xff"}\n',
+    "data not JSON": b'{"type": "synthesize", "data_length": 5}\nhello',
+}
+
+
+@pytest.mark.parametrize("sent", MALFORMED.values(), ids=MALFORMED.keys())
+async def test_an_unreadable_event_gets_an_error_and_a_close_and_nothing_in_the_log(chorus, caplog, unhandled,
+                                                                                    sent):
+    caplog.set_level(logging.DEBUG)
+    async with limited_server(chorus) as (server, port):
+        reader, writer = await connect(port)
+        writer.write(sent)
+        error = await error_then_close(reader)
+        assert error.code == "bad-event" and error.text
+        writer.close()
+        await until(lambda: server.connections == 0, PROMPT, "the connection is still counted")
+        await describe_answered(port)  # the server itself goes on
+    assert_quiet(caplog, unhandled)
+
+
+async def describe_answered(port: int) -> None:
+    reader, writer = await connect(port)
+    await async_write_event(Describe().event(), writer)
+    assert (await asyncio.wait_for(async_read_event(reader), PROMPT)).type == "info"
+    writer.close()
+
+
+@pytest.mark.parametrize("length", ["1099511627776", "2000000"], ids=["2^40", "over max_event_bytes"])
+async def test_an_announced_size_over_the_limit_gets_an_error_and_a_close_at_once(chorus, caplog, unhandled, length):
+    caplog.set_level(logging.DEBUG)
+    async with limited_server(chorus, max_event_bytes=1 << 20) as (server, port):
+        reader, writer = await connect(port)
+        writer.write(b'{"type": "synthesize", "data_length": ' + length.encode() + b"}\n")
+
+        async def flood() -> None:  # what the server would have buffered, waiting for the announced bytes
+            with contextlib.suppress(ConnectionError):
+                for _ in range(200):
+                    writer.write(b"x" * 1_000_000)
+                    await writer.drain()
+
+        flooding = asyncio.create_task(flood())
+        started = time.monotonic()
+        assert (await error_then_close(reader)).code == "event-too-large"
+        assert time.monotonic() - started < PROMPT
+        flooding.cancel()
+        writer.transport.abort()
+        await until(lambda: server.connections == 0, PROMPT, "the connection is still counted")
+    assert_quiet(caplog, unhandled)
+
+
+async def test_a_client_that_leaves_mid_event_or_resets_is_one_debug_line(chorus, caplog, unhandled):
+    caplog.set_level(logging.DEBUG)
+    async with limited_server(chorus) as (server, port):
+        # A body cut short: the client closes its side in the middle of the data.
+        reader, writer = await connect(port)
+        writer.write(b'{"type": "synthesize", "data_length": 50}\n{"te')
+        writer.write_eof()
+        assert await closed_within(reader, PROMPT) < PROMPT
+        writer.close()
+        # A reset in the middle of an event, and a reset while the client is being spoken to (a satellite that stops
+        # listening: its unread audio makes the close a reset), again and again.
+        for round in range(10):
+            reader, writer = await connect(port)
+            writer.write(b'{"type": "describe", "data_length": 50}\n{"te')
+            await writer.drain()
+            await asyncio.sleep(0.01)
+            reset(writer)
+            reader, writer = await connect(port)
+            await async_write_event(Synthesize(SENTENCE).event(), writer)
+            assert (await asyncio.wait_for(async_read_event(reader), TIMEOUT)).type == "audio-start"
+            if round % 2:
+                await asyncio.sleep(0.2)  # audio keeps coming, unread
+            reset(writer)
+        await until(lambda: server.connections == 0, PROMPT, "a connection is still counted")
+    await until(lambda: chorus.service.engine.stats().blocks_used == 0, 10, "KV blocks still held")
+    assert_quiet(caplog, unhandled)
+    assert any(r.levelno == logging.DEBUG and "left" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("data", ["null", '"Hi there."', "[1, 2]", "42"])
+async def test_synthesize_with_data_that_is_not_an_object_gets_an_error_and_ends(chorus, caplog, unhandled, data):
+    async with limited_server(chorus) as (_, port):
+        reader, writer = await connect(port)
+        writer.write(b'{"type": "synthesize", "data_length": %d}\n%s' % (len(data), data.encode()))
+        (reply,) = await read_replies(reader, 1)
+        assert [e.type for e in reply] == ["error", "audio-start", "audio-stop"]
+        assert Error.from_event(reply[0]).code == "malformed-event" and "object" in Error.from_event(reply[0]).text
+        # A stream with such a chunk (or start) is refused as a whole and still ends with synthesize-stopped.
+        writer.write(b'{"type": "synthesize-start", "data_length": %d}\n%s' % (len(data), data.encode()))
+        await async_write_event(SynthesizeChunk(SENTENCE).event(), writer)
+        await async_write_event(SynthesizeStop().event(), writer)
+        await async_write_event(SynthesizeStart().event(), writer)
+        await async_write_event(SynthesizeChunk(SENTENCE).event(), writer)
+        writer.write(b'{"type": "synthesize-chunk", "data_length": %d}\n%s' % (len(data), data.encode()))
+        await async_write_event(SynthesizeStop().event(), writer)
+        for reply in await read_replies(reader, 2, last_type="synthesize-stopped"):
+            types = [e.type for e in reply if e.type != "audio-chunk"]
+            assert types[-2:] == ["audio-stop", "synthesize-stopped"] and "error" in types, types
+            errors = [Error.from_event(e) for e in reply if e.type == "error"]
+            assert [e.code for e in errors] == ["malformed-event"]
+        writer.close()
+    assert not unhandled, [c.get("message") for c in unhandled]
+
+
+async def test_a_reply_waiting_for_text_is_cancelled_even_as_text_arrives():
+    """The speaker of a client that leaves is cancelled, often just as the client's last chunk is taken: the reply
+    must stop there (scripts/fuzz.py found replies going on for seconds, and tasks destroyed while pending)."""
+    reply = Reply(None, streaming=True, max_text_length=4000)
+
+    async def take() -> list[str]:
+        return [sentence async for sentence in reply.sentences()]
+
+    reply.add("Hi there.")  # held for a moment: more of the sentence may come
+    taking = asyncio.create_task(take())
+    await asyncio.sleep(0)  # waiting, with a timeout, for more text
+    reply.add(" And")
+    taking.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(taking, PROMPT)
+
+
+# ---- connections ---------------------------------------------------------------------------------------------------
+
+async def test_connections_beyond_max_connections_get_an_error_and_are_closed_at_once(chorus, caplog, unhandled):
+    caplog.set_level(logging.DEBUG)
+    async with limited_server(chorus, max_connections=3) as (server, port):
+        held = [await connect(port) for _ in range(3)]
+        await until(lambda: server.connections == 3, PROMPT, "the three connections are not served")
+        for _ in range(2):
+            reader, writer = await connect(port)
+            error = await error_then_close(reader)
+            assert error.code == "too-many-connections"
+            writer.close()
+        # The held connections are served all along.
+        await async_write_event(Describe().event(), held[0][1])
+        assert (await asyncio.wait_for(async_read_event(held[0][0]), PROMPT)).type == "info"
+        held.pop()[1].close()
+        await until(lambda: server.connections == 2, PROMPT, "the closed connection is still counted")
+        await describe_answered(port)
+        for _, writer in held:
+            writer.close()
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "server.max_connections" in warnings[0].getMessage()  # once, not per connection
+    assert not unhandled
+
+
+async def test_an_idle_connection_is_closed_after_idle_timeout(chorus, unhandled):
+    idle = 0.5
+    async with limited_server(chorus, idle_timeout=idle) as (server, port):
+        reader, _ = await connect(port)
+        assert idle * 0.8 < await closed_within(reader, 5.0) < idle + PROMPT
+        # A stream that waits for text the client never sends is idle too.
+        reader, writer = await connect(port)
+        await async_write_event(SynthesizeStart().event(), writer)
+        assert idle * 0.8 < await closed_within(reader, 5.0) < idle + PROMPT
+        # Activity keeps a connection open.
+        reader, writer = await connect(port)
+        for _ in range(5):
+            await asyncio.sleep(idle / 2)
+            await async_write_event(Describe().event(), writer)
+            assert (await asyncio.wait_for(async_read_event(reader), PROMPT)).type == "info"
+        writer.close()
+        await until(lambda: server.connections == 0, PROMPT, "a connection is still counted")
+    assert not unhandled
+
+
+async def test_a_connection_is_not_idle_while_its_reply_is_spoken(chorus, unhandled):
+    idle = 0.3
+    async with limited_server(chorus, idle_timeout=idle) as (_, port):
+        reader, writer = await connect(port)
+        started = time.monotonic()
+        await async_write_event(Synthesize("The kitchen lights are on. The coffee is ready.").event(), writer)
+        (reply,) = await read_replies(reader, 1)
+        spoken = time.monotonic() - started
+        assert len(audio(reply)) > 0
+        assert spoken > 3 * idle, "the reply was too quick to prove anything"
+        # The idle time starts when the reply ends.
+        assert idle * 0.8 < await closed_within(reader, 5.0) < idle + PROMPT
+    assert not unhandled
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [b'{"type": "desc', b'{"type": "synthesize", "data_length": 30}\n{"text": "Hi', None],
+    ids=["half a header", "half a body", "a byte at a time"],
+)
+async def test_an_event_not_finished_within_event_timeout_gets_an_error_and_a_close(chorus, caplog, unhandled, sent):
+    caplog.set_level(logging.DEBUG)
+    timeout = 0.5
+    async with limited_server(chorus, event_timeout=timeout) as (server, port):
+        reader, writer = await connect(port)
+        started = time.monotonic()
+        if sent is None:  # a whole, valid event, sent slower than the timeout allows
+
+            async def trickle() -> None:
+                with contextlib.suppress(ConnectionError):
+                    for byte in b'{"type": "describe", "version": "1.10.2"}\n':
+                        writer.write(bytes([byte]))
+                        await asyncio.sleep(timeout / 4)
+
+            trickling = asyncio.create_task(trickle())
+        else:
+            writer.write(sent)
+            trickling = None
+        error = await error_then_close(reader, timeout + PROMPT)
+        assert error.code == "event-timeout"
+        assert timeout * 0.8 < time.monotonic() - started < timeout + PROMPT
+        if trickling is not None:
+            trickling.cancel()
+        writer.close()
+        await until(lambda: server.connections == 0, PROMPT, "the connection is still counted")
+    assert_quiet(caplog, unhandled)
+
+
+# ---- requests ------------------------------------------------------------------------------------------------------
+
+async def test_requests_beyond_max_queued_replies_are_refused_and_still_ended(chorus, unhandled):
+    async with limited_server(chorus, max_queued_replies=2) as (_, port):
+        reader, writer = await connect(port)
+        for _ in range(3):
+            await async_write_event(Synthesize(SENTENCE).event(), writer)
+        await async_write_event(SynthesizeStart().event(), writer)
+        await async_write_event(SynthesizeChunk(SENTENCE).event(), writer)
+        await async_write_event(SynthesizeStop().event(), writer)
+        replies = await read_replies(reader, 3)
+        replies += await read_replies(reader, 1, last_type="synthesize-stopped")
+        assert len(audio(replies[0])) > 0 and len(audio(replies[1])) > 0
+        for refused in replies[2:]:
+            assert [e.type for e in refused][:3] == ["error", "audio-start", "audio-stop"]
+            assert Error.from_event(refused[0]).code == "queue-full"
+        assert replies[3][-1].type == "synthesize-stopped"
+        # Once the queue has drained, requests are taken again.
+        await async_write_event(Synthesize(SENTENCE).event(), writer)
+        assert len(audio((await read_replies(reader, 1))[0])) > 0
+        writer.close()
+    assert not unhandled
+
+
+async def test_a_client_that_ignores_its_refusals_is_closed(chorus, unhandled):
+    async with limited_server(chorus, max_queued_replies=2) as (server, port):
+        reader, writer = await connect(port)
+        with contextlib.suppress(ConnectionError):  # the server stops reading them
+            for _ in range(100):  # 20,000 of these once held 85 MB until the client left
+                await async_write_event(Synthesize("blah " * 400).event(), writer)
+        events = []
+        async with asyncio.timeout(5 * PROMPT):
+            while (event := await async_read_event(reader)) is not None:
+                events.append(event)
+        # Two taken, two refused, and the fifth closes the connection, which ends them all.
+        assert events[-1].type == "error" and Error.from_event(events[-1]).code == "queue-full"
+        writer.close()
+        await until(lambda: server.connections == 0, PROMPT, "the connection is still counted")
+    await until(lambda: chorus.service.engine.stats().blocks_used == 0, 10, "KV blocks still held")
+    assert not unhandled
+
+
+async def test_a_client_that_does_not_read_is_cut_off_and_its_request_aborted(chorus, caplog, unhandled):
+    caplog.set_level(logging.INFO)
+    engine = chorus.service.engine
+    async with limited_server(chorus, sndbuf=4096, max_buffered_audio_seconds=0.5) as (server, port):
+        reader, writer = await connect(port, rcvbuf=4096)
+        await async_write_event(Synthesize(LONG_TEXT).event(), writer)  # about 100 s of audio; never read
+        await until(lambda: engine.stats().blocks_used > 0, TIMEOUT, "the reply never started")
+        await until(lambda: server.connections == 0, 30, "the client was never cut off")
+        # The engine did not wait for the client: the reply is aborted long before its audio could have been made.
+        await until(lambda: engine.stats().blocks_used == 0, 5, "the aborted reply still holds KV blocks")
+        received = bytearray()
+        with contextlib.suppress(ConnectionError):
+            while chunk := await asyncio.wait_for(reader.read(1 << 16), PROMPT):
+                received += chunk
+        assert b'"audio-stop"' not in received  # the reply was cut, not finished
+        assert len(received) < 10 * 48000  # a few seconds' audio at most, of about 100 s
+        writer.close()
+    assert any("server.max_buffered_audio_seconds" in r.getMessage() for r in caplog.records)
+    assert not unhandled
+
+
+async def test_a_client_that_reads_is_never_cut_off(chorus, unhandled):
+    async with limited_server(chorus, sndbuf=4096, max_buffered_audio_seconds=0.5) as (_, port):
+        reader, writer = await connect(port, rcvbuf=4096)
+        await async_write_event(Synthesize(SENTENCE).event(), writer)
+        (reply,) = await read_replies(reader, 1)
+        assert len(audio(reply)) > 0
+        writer.close()
+    assert not unhandled
