@@ -545,6 +545,10 @@ class ChorusHandler(AsyncEventHandler):
         if self._speaker is not None:
             self._speaker.cancel()  # closes the engine iterator: the request is aborted, its blocks freed
             await asyncio.wait([self._speaker])
+        while not self._replies.empty():  # received but never reached: counted, so the sum is what clients sent
+            self._replies.get_nowait()
+            self._replies.task_done()
+            self._server.metrics.requests_total.labels(status="aborted").inc()
         self._closed.set()
 
     async def wait_idle(self) -> None:

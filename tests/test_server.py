@@ -407,3 +407,22 @@ async def test_every_request_received_is_counted_once_refused_ones_included(chor
     after = counts(await metrics(chorus))
     delta = {s: after[s] - before[s] for s in statuses}
     assert delta == {"ok": 2, "error": 3, "aborted": 0, "rejected": 0}, delta
+
+
+async def test_replies_still_queued_when_a_client_leaves_are_counted_as_aborted(chorus):
+    statuses = ("ok", "error", "aborted", "rejected")
+
+    def total(samples):
+        return sum(samples[f"chorus_requests_total{{status={s}}}"] for s in statuses)
+
+    before = await metrics(chorus)
+    async with AsyncTcpClient(HOST, chorus.port) as client:
+        for _ in range(3):  # the first is spoken (long), the other two wait behind it on this connection
+            await client.write_event(Synthesize(SENTENCE).event())
+        assert (await asyncio.wait_for(client.read_event(), TIMEOUT)).type == "audio-start"
+    deadline = time.monotonic() + 10
+    while total(await metrics(chorus)) - total(before) < 3 and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    after = await metrics(chorus)
+    assert total(after) - total(before) == 3
+    assert after["chorus_requests_total{status=aborted}"] - before["chorus_requests_total{status=aborted}"] == 3
