@@ -1,5 +1,6 @@
 #include "paged_cache.hpp"
 
+#include <cstring>
 #include <stdexcept>
 
 namespace {
@@ -81,6 +82,12 @@ PagedCache::PagedCache(ov::CompiledModel& compiled, const std::string& device, s
         shape.insert(shape.end(), input.per_block.begin(), input.per_block.end());
         ov::Tensor tensor = remote ? compiled.get_context().create_tensor(input.type, shape)
                                    : ov::Tensor(input.type, shape);
+        // A host tensor's pages are committed only when first written, and the block manager hands out every
+        // block in turn: resident memory would creep up by a block's worth per request until the whole pool had
+        // been used once (~11 KB a request on the tiny model, for ~24,000 requests). Written once here, the pool
+        // is resident from the start: the memory the KV budget names is taken at load (a budget the machine
+        // cannot hold fails then, not hours into serving), RSS stays flat under load, and no step page-faults.
+        if (!remote) std::memset(tensor.data(), 0, tensor.get_byte_size());
         tensors_.emplace_back(input.name, std::move(tensor));
     }
 }

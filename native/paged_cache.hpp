@@ -1,7 +1,7 @@
 #pragma once
 // The paged KV cache: one tensor per key_cache.i / value_cache.i input of the compiled talker, allocated once
-// and bound to the infer request for good. The PagedAttention kernel writes new K/V into them in place; which
-// physical block belongs to whom is decided by the caller's block tables.
+// (and, on the host, made resident at once) and bound to the infer request for good. The PagedAttention kernel
+// writes new K/V into them in place; which physical block belongs to whom is decided by the caller's block tables.
 #include <cstddef>
 #include <string>
 #include <utility>
