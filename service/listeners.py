@@ -33,17 +33,10 @@ def _bind_tcp(host: str, port: int) -> socket.socket:
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     family, kind, proto, _, address = infos[0]
     sock = socket.socket(family, kind, proto)
-    try:
-        # As asyncio.start_server does: a restarted server may rebind while old connections are in TIME_WAIT,
-        # but never while another server listens there.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(128)
-    except OSError:
-        sock.close()
-        raise
-    sock.setblocking(False)
-    return sock
+    # As asyncio.start_server does: a restarted server may rebind while old connections are in TIME_WAIT, but never
+    # while another server listens there.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    return _listen(sock, address)
 
 
 def _bind_unix(path: Path) -> socket.socket:
@@ -52,9 +45,12 @@ def _bind_unix(path: Path) -> socket.socket:
             path.unlink()  # a socket file left behind by a server that is gone (as wyoming's server does)
     except FileNotFoundError:
         pass
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    return _listen(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM), str(path))
+
+
+def _listen(sock: socket.socket, address) -> socket.socket:
     try:
-        sock.bind(str(path))
+        sock.bind(address)
         sock.listen(128)
     except OSError:
         sock.close()
