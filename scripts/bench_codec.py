@@ -14,9 +14,9 @@ import time
 import numpy as np
 import openvino as ov
 
-from service.codec_stream import StreamingCodecDecoder
-from service.model.codec_decoder import build_codec_decoder
-from service.model.codec_random import CODEC_PRESETS, random_codec_decoder_weights
+from service.engine.streaming_codec import StreamingCodecDecoder
+from service.export.codec_random import CODEC_PRESETS, random_codec_decoder_weights
+from service.graphs.codec_decoder import build_codec_decoder
 
 SECONDS_PER_FRAME = 0.08
 

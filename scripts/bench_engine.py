@@ -21,14 +21,14 @@ from pathlib import Path
 
 import numpy as np
 
-from service.blocks import BlockManager
-from service.codec_stream import StreamingCodecDecoder
+from service.engine.blocks import BlockManager
+from service.engine.runner import PagedRunner, RunnerOptions
+from service.engine.scheduler import ScheduledEntry, Scheduler
+from service.engine.sequence import FinishReason, SamplingParams, Sequence
+from service.engine.streaming_codec import StreamingCodecDecoder
 from service.errors import SetupError
-from service.model.builtin import resolve_model
-from service.model.manifest import ModelDir
-from service.runner import PagedRunner, RunnerOptions
-from service.scheduler import ScheduledEntry, Scheduler
-from service.sequence import FinishReason, SamplingParams, Sequence
+from service.export.builtin import resolve_model
+from service.modeldir.manifest import ModelDir
 
 
 def model_dir(args) -> Path:

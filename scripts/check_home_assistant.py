@@ -124,7 +124,7 @@ def _start_server(chorus: str, port: int, log_path: Path) -> subprocess.Popen:
 def _server_normalisation(chorus: str) -> str | None:
     """What the server's text normaliser makes of GERMAN with language "de" (its log shows only the language)."""
     python = Path(chorus).with_name("python")
-    code = "import sys; from service.model.normalize import normalize; print(normalize(sys.argv[1], 'de'))"
+    code = "import sys; from service.frontend.normalize import normalize; print(normalize(sys.argv[1], 'de'))"
     try:
         done = subprocess.run([str(python), "-c", code, GERMAN], capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired):

@@ -14,7 +14,7 @@ quick) on loopback, and runs the cases one after another, each on a fresh connec
 - every case is written in random pieces and ends one of several ways: it reads its replies to the end, or closes
   (or resets) after sending, after a random part of its bytes, or after a few of the replies' events.
 
-The expected outcome comes from reading the case's bytes with the server's own event reader (service.event_reader)
+The expected outcome comes from reading the case's bytes with the server's own event reader (wyoming/event_reader)
 and following the server's rules for replies: which replies it starts, whether it refuses an event and closes.
 After each case: the server answers Describe on a new connection within 1 s; nothing was logged at ERROR or with a
 traceback and asyncio's exception handler was not called; every reply that started ended with audio-stop (and
@@ -42,7 +42,7 @@ from typing import Any
 from wyoming.event import Event
 
 from service.config import EngineSettings, MetricsSettings, ServerSettings, Settings, ZeroconfSettings
-from service.event_reader import MAX_HEADER_BYTES, BadEvent, EventReader
+from service.wyoming.event_reader import MAX_HEADER_BYTES, BadEvent, EventReader
 
 HOST = "127.0.0.1"
 PROBE_TIMEOUT = 1.0  # Describe must be answered this fast after every case

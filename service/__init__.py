@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 
-sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[assignment]
+sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]
 
 
 def _detach_signal_wakeup() -> None:

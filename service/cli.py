@@ -19,12 +19,12 @@ from typing import Any
 from urllib.parse import urlparse
 
 from service.config import ConfigError, Settings, load_settings
-from service.discovery import Advertisement, advertised_address, default_name
 from service.errors import EngineError, SetupError
-from service.listeners import bind_listener
+from service.export.hub import HUB_MODELS
 from service.metrics import Metrics, MetricsServer
-from service.model.hub import HUB_MODELS
-from service.server import ChorusServer, program_version
+from service.wyoming.discovery import Advertisement, advertised_address, default_name
+from service.wyoming.listeners import bind_listener
+from service.wyoming.server import ChorusServer, program_version
 
 _LOG = logging.getLogger("wyoming-chorus")
 PROG = "wyoming-chorus"
@@ -42,7 +42,7 @@ class Service:
         self.advertisement: Advertisement | None = None
 
     async def start(self) -> None:
-        from service.engine import Engine  # imported late: --help and config errors need no OpenVINO
+        from service.speech import Engine  # imported late: --help and config errors need no OpenVINO
 
         s = self.settings
         # Both listeners first: a port that is taken is reported at once, not after the model has loaded.
@@ -73,7 +73,7 @@ class Service:
         await self.server.start()
         _LOG.info("serving Wyoming TTS at %s", s.server.uri)
         uri = urlparse(s.server.uri)
-        if s.zeroconf.enabled and uri.scheme == "tcp":
+        if s.zeroconf.enabled and uri.scheme == "tcp" and uri.hostname and uri.port:  # the config checked both
             self.advertisement = Advertisement(
                 s.zeroconf.name or default_name(),
                 advertised_address(uri.hostname, s.zeroconf.address),
@@ -113,7 +113,7 @@ async def serve(settings: Settings) -> int:
         signalled = asyncio.create_task(stop.wait())
         while not signalled.done():
             await asyncio.wait([signalled], timeout=_WATCHDOG_SECONDS)
-            if not signalled.done() and not service.engine.alive:
+            if not signalled.done() and not service.engine.core.alive:
                 signalled.cancel()
                 _LOG.error("the engine has stopped; exiting so that the server can be restarted")
                 return 1
@@ -144,7 +144,7 @@ def _check_writable(path: Path, flag: str) -> None:
 def synth(settings: Settings, args: argparse.Namespace) -> int:
     import numpy as np
 
-    from service.engine import Engine
+    from service.speech import Engine
 
     _check_writable(args.output, "-o")
     if args.save_codes:
@@ -175,7 +175,7 @@ def synth(settings: Settings, args: argparse.Namespace) -> int:
 # ---- export ------------------------------------------------------------------------------------------------------
 
 def export(args: argparse.Namespace) -> int:
-    from service.model.export import ExportError, export_checkpoint  # OpenVINO and the graph builders: only here
+    from service.export.convert import ExportError, export_checkpoint  # OpenVINO and the graph builders: only here
 
     try:
         export_checkpoint(args.checkpoint, args.output, codec=args.codec, weights=args.weights, name=args.name)
@@ -237,7 +237,7 @@ def _synth_parser() -> argparse.ArgumentParser:
 
 
 def _export_parser() -> argparse.ArgumentParser:
-    from service.model.export import WEIGHT_MODES
+    from service.export.convert import WEIGHT_MODES
 
     parser = argparse.ArgumentParser(
         prog=f"{PROG} export",

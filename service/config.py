@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlparse
 
 import yaml
@@ -322,7 +322,7 @@ def _build(cls: type, raw: dict, prefix: str) -> Any:
         if "check" not in spec.metadata:  # a section
             if not isinstance(raw[name], dict):
                 raise ConfigError(f"{key}: expected a mapping of settings, got {raw[name]!r}")
-            values[name] = _build(spec.default_factory, raw[name], f"{key}.")
+            values[name] = _build(cast(type, spec.default_factory), raw[name], f"{key}.")  # a section: its class
             continue
         try:
             values[name] = spec.metadata["check"](raw[name])

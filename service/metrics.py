@@ -70,7 +70,7 @@ class MetricsServer:
     def __init__(self, metrics: Metrics, alive: Callable[[], bool], listener: socket.socket):
         self._metrics = metrics
         self._alive = alive
-        self._listener = listener  # bound before the model loads (service.listeners)
+        self._listener = listener  # bound before the model loads (service.wyoming.listeners)
         self._server: asyncio.Server | None = None
 
     @property

@@ -16,8 +16,8 @@ from wyoming.error import Error
 from wyoming.event import Event, async_read_event, async_write_event
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
 
-from service.model.builtin import resolve_model
-from service.model.clean_text import clean_text
+from service.export.builtin import resolve_model
+from service.frontend.clean_text import clean_text
 
 from test_server import HOST, SENTENCE, TIMEOUT, audio, read_until
 

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from service.blocks import BlockManager, IntegrityError
-from service.sequence import Sequence
+from service.engine.blocks import BlockManager, IntegrityError
+from service.engine.sequence import Sequence
 
 H = 4
 

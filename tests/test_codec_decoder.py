@@ -10,9 +10,9 @@ import numpy as np
 import openvino as ov
 import pytest
 
-from service.codec_stream import StreamingCodecDecoder
-from service.model.codec_decoder import build_codec_decoder
-from service.model.codec_random import CODEC_PRESETS, random_codec_decoder_weights
+from service.engine.streaming_codec import StreamingCodecDecoder
+from service.export.codec_random import CODEC_PRESETS, random_codec_decoder_weights
+from service.graphs.codec_decoder import build_codec_decoder
 
 CONFIG = CODEC_PRESETS["tiny"]
 F32 = {"INFERENCE_PRECISION_HINT": "f32"}
@@ -208,7 +208,6 @@ def test_streaming_equals_full_decode(full_decoder, streaming_decoder, chunk):
     full = decode(full_decoder, codes)
     stream = streaming_decoder.new_stream()
     pieces = [streaming_decoder.push(stream, codes[0, :, start: start + chunk].T) for start in range(0, 150, chunk)]
-    pieces.append(streaming_decoder.flush(stream))
     streamed = np.concatenate(pieces)
     assert streamed.shape == full.shape
     assert np.abs(streamed - full).max() < 1e-4  # exact up to float rounding (~1e-6 seen)

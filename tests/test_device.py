@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from service.device import CpuFacts, available_devices, resolve_device
+from service import _native
+from service.config import _device as _config_device
+from service.engine.device import CpuFacts, available_devices, resolve_device
+from service.engine.runner import PagedRunner, RunnerOptions
 from service.errors import SetupError
-from service.model.builtin import resolve_model
-from service.model.manifest import ModelDir
-from service.runner import PagedRunner, RunnerOptions
+from service.export.builtin import resolve_model
+from service.modeldir.manifest import ModelDir
 
 # OPTIMIZATION_CAPABILITIES and the default inference precision as openvino 2026.4.1 reports them (AVX2: this
 # machine; the others as the CPU plugin lists them: BF16 with avx512_bf16, FP16 with avx512_fp16).
@@ -94,3 +96,36 @@ def test_the_runner_refuses_a_missing_gpu(device):
     message = str(error.value)
     assert message.startswith(f"engine.device {device}:") and ", ".join(present) in message
     assert "\n" not in message and error.value.__context__ is None  # no plugin exception underneath
+
+
+# ---- config and the native runner accept the same device strings ----------------------------------------------
+
+
+DEVICE_STRINGS = ["CPU", "cpu", "GPU", "gpu", "GPU.0", "GPU.1", "GPU.12", "Gpu.3", "AUTO", "auto", "GPU.", "GPU.x",
+                  "GPU.-1", "GPU1", "NPU", "CPU.0", "HETERO:GPU,CPU", "MULTI:CPU", "", " CPU"]
+
+
+@pytest.mark.parametrize("value", DEVICE_STRINGS)
+def test_config_and_the_native_runner_accept_the_same_devices(value):
+    """Whatever engine.device the config takes reaches the native runner (after AUTO is resolved, with every GPU
+    present) as a name it accepts; what the config refuses, the runner refuses too. The runner's own check comes
+    before compiling: a name it accepts fails only later, at compile time, for want of a GPU here."""
+    try:
+        configured = _config_device(value)
+    except ValueError:
+        configured = None
+    model = ModelDir(resolve_model("builtin:tiny"))
+    tables = model.embeddings
+    native = configured and resolve_device(configured, ["CPU", "GPU.0", "GPU.1", "GPU.3", "GPU.12"])
+    name = native or value
+    try:
+        _native.Runner(str(model / "talker.xml"), str(model / "code_predictor.xml"), tables["codec_embedding"],
+                       tables["cp_codec_embedding"], name, "u8", "", 4, 0, model.manifest.eos_id,
+                       model.manifest.codebook_size)
+        accepted = True
+    except ValueError as error:  # the runner's name check (std::invalid_argument)
+        assert "device must be" in str(error)
+        accepted = False
+    except RuntimeError:  # past the name check: compiling for a GPU that is not here
+        accepted = True
+    assert accepted == (configured is not None), (value, configured)

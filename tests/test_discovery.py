@@ -19,11 +19,11 @@ from wyoming.info import Describe
 from zeroconf import IPVersion, ServiceStateChange
 from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
 
-from service.discovery import SERVICE_TYPE, Advertisement, advertised_address, primary_address
+from service.wyoming.discovery import SERVICE_TYPE, Advertisement, advertised_address, primary_address
 
 from conftest import free_port
 
-_ADVERTISED = "from service.discovery import advertised_address; print(advertised_address({!r}, None))"
+_ADVERTISED = "from service.wyoming.discovery import advertised_address; print(advertised_address({!r}, None))"
 
 
 def _advertised_inside(netns: list[str], bind: str) -> str:

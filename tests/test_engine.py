@@ -11,11 +11,11 @@ import openvino as ov
 import pytest
 
 from service.config import EngineSettings
-from service.device import available_devices, cpu_facts, resolve_device
-from service.engine import Engine
+from service.engine.device import available_devices, cpu_facts, resolve_device
 from service.errors import InvalidText, RequestFailed, SetupError, UnknownVoice
+from service.export.builtin import resolve_model
 from service.metrics import Metrics
-from service.model.builtin import resolve_model
+from service.speech import Engine
 
 SAMPLES_PER_FRAME = 1920
 LONG = "The washing machine in the basement has finished its cycle and the clothes are ready to be hung up."
@@ -159,11 +159,11 @@ def test_engine_settings_reach_the_runner():
     # f16 runs on every CPU: as f16 where attention computes in f32 (AVX2), kept as bf16 where it computes in bf16
     engine = Engine(replace(EngineSettings(), max_cache_blocks=9, kv_precision="f16"))
     assert engine.stats().blocks_total == 9
-    assert engine._runner.kv_precision == cpu_facts().kv_caches("")["f16"]
+    assert engine.core.runner.kv_precision == cpu_facts().kv_caches("")["f16"]
 
 
 def test_the_default_settings_run_a_u8_cache_on_the_device_auto_picks():
-    runner = Engine(replace(EngineSettings(), max_cache_blocks=4))._runner
+    runner = Engine(replace(EngineSettings(), max_cache_blocks=4)).core.runner
     assert runner.kv_precision == "u8" and runner.device == resolve_device("AUTO", available_devices())
 
 

@@ -14,10 +14,10 @@ import time
 
 import pytest
 
-from service.codec_output import PcmSink
 from service.config import EngineSettings
-from service.engine import Engine
+from service.engine.audio_output import PcmSink
 from service.errors import RequestFailed
+from service.speech import Engine
 
 LONG = "This reply goes on for a while, long enough to be running when something breaks inside the engine."
 TIMEOUT = 30
@@ -47,7 +47,7 @@ async def until(condition, timeout: float = TIMEOUT) -> None:
 async def test_a_step_that_raises_fails_its_requests_and_the_engine_goes_on():
     engine = new_engine()
     try:
-        real_step, calls = engine._runner.step, []
+        real_step, calls = engine.core.runner.step, []
 
         def step_that_fails_once(entries, *args, **kwargs):
             calls.append(len(entries))
@@ -55,7 +55,7 @@ async def test_a_step_that_raises_fails_its_requests_and_the_engine_goes_on():
                 raise RuntimeError("injected step fault")
             return real_step(entries, *args, **kwargs)
 
-        engine._runner.step = step_that_fails_once
+        engine.core.runner.step = step_that_fails_once
         with pytest.raises(RequestFailed, match="generation failed"):
             await asyncio.wait_for(drain(engine), TIMEOUT)
         assert engine.alive
@@ -68,7 +68,7 @@ async def test_a_step_that_raises_fails_its_requests_and_the_engine_goes_on():
 async def test_a_codec_fault_aborts_its_request_so_no_more_frames_are_made():
     engine = new_engine()
     try:
-        decoder = engine._codec._decoder
+        decoder = engine.core.codec._decoder
         real_push, pushes = decoder.push, []
 
         def push_that_fails(state, frames):

@@ -48,18 +48,18 @@ import torch  # noqa: E402
 from tokenizers import Tokenizer  # noqa: E402
 
 from service.config import CloneVoice, DesignVoice, EngineSettings, VoicesSettings  # noqa: E402
-from service.engine import Engine  # noqa: E402
-from service.model.clone import ClipCodes, SpeakerEmbeddings, read_wav  # noqa: E402
-from service.model.export import export_checkpoint  # noqa: E402
-from service.model.language import choose_language  # noqa: E402
-from service.model.manifest import ModelDir  # noqa: E402
-from service.model.mel import log_mel  # noqa: E402
-from service.model.normalize import normalize  # noqa: E402
-from service.model.prompt import PromptBuilder  # noqa: E402
-from service.model.voices import Voices  # noqa: E402
-from service.runner import PagedRunner, RunnerOptions  # noqa: E402
-from service.scheduler import ScheduledEntry  # noqa: E402
-from service.sequence import SamplingParams, Sequence  # noqa: E402
+from service.engine.runner import PagedRunner, RunnerOptions  # noqa: E402
+from service.engine.scheduler import ScheduledEntry  # noqa: E402
+from service.engine.sequence import SamplingParams, Sequence  # noqa: E402
+from service.export.convert import export_checkpoint  # noqa: E402
+from service.frontend.clone import ClipCodes, SpeakerEmbeddings, read_wav  # noqa: E402
+from service.frontend.language import choose_language  # noqa: E402
+from service.frontend.mel import log_mel  # noqa: E402
+from service.frontend.normalize import normalize  # noqa: E402
+from service.frontend.prompt import PromptBuilder  # noqa: E402
+from service.frontend.voices import Voices  # noqa: E402
+from service.modeldir.manifest import ModelDir  # noqa: E402
+from service.speech import Engine  # noqa: E402
 
 import qwen_reference as reference  # noqa: E402
 

@@ -22,7 +22,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from service.errors import SetupError
-from service.model import builtin, hub
+from service.export import builtin, hub
 
 from test_export import write_checkpoint
 
@@ -31,7 +31,7 @@ COMMIT = "4f1e2d3c" * 5
 _START = """
 import json, sys
 from service.errors import SetupError
-from service.model.builtin import resolve_model
+from service.export.builtin import resolve_model
 try:
     path = resolve_model(sys.argv[1], sys.argv[2])
 except SetupError as error:

@@ -10,9 +10,9 @@ import pytest
 from wyoming.client import AsyncTcpClient
 from wyoming.tts import SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
 
-from service.model import language
-from service.model.language import LANGUAGES, choose_language, detect_language
-from service.model.normalize import normalize
+from service.frontend import language
+from service.frontend.language import LANGUAGES, choose_language, detect_language
+from service.frontend.normalize import normalize
 
 SENTENCES = {
     "en": ["The hallway light is on.", "It is 18.5 °C in the office.", "The back door has been open for 10 minutes.",
@@ -113,8 +113,8 @@ async def test_the_server_speaks_german_numbers_for_home_assistants_request(chor
     """Over the wire as Home Assistant sends it: a stream naming only the voice."""
     engine = chorus.service.engine
     built = []
-    real_build = engine._prompts.build
-    monkeypatch.setattr(engine._prompts, "build",
+    real_build = engine.requests.prompts.build
+    monkeypatch.setattr(engine.requests.prompts, "build",
                         lambda text, **kw: built.append((text, kw["language"])) or real_build(text, **kw))
     async with AsyncTcpClient("127.0.0.1", chorus.port) as client:
         await client.write_event(SynthesizeStart(voice=SynthesizeVoice(name="ryan")).event())

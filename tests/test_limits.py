@@ -23,8 +23,8 @@ from wyoming.info import Describe
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
 
 from service.config import ServerSettings
-from service.listeners import bind_listener
-from service.server import ChorusServer, Reply
+from service.wyoming.listeners import bind_listener
+from service.wyoming.server import ChorusServer, Reply
 
 from conftest import free_port
 from test_server import HOST, SENTENCE, TIMEOUT, audio

@@ -31,6 +31,6 @@ async def test_each_reply_gets_one_info_line_with_peer_voice_language_timing_and
 def test_the_start_up_summary_names_the_model_its_weights_the_device_and_the_pool(chorus):
     model, device = chorus.service.engine.summary()
     assert model.startswith("model tiny (custom_voice, f32 weights)") and "RANDOM weights" in model
-    assert device.startswith(f"device {chorus.service.engine._runner.device}")
+    assert device.startswith(f"device {chorus.service.engine.core.runner.device}")
     blocks = chorus.service.engine.stats().blocks_total
     assert f"KV cache u8: {blocks} blocks of 32 tokens" in device and "replies of 10 s at once" in device

@@ -7,8 +7,8 @@ import shutil
 import pytest
 
 from service.errors import SetupError
-from service.model.builtin import resolve_model
-from service.model.manifest import GENERATION_DEFAULTS, ModelDir
+from service.export.builtin import resolve_model
+from service.modeldir.manifest import GENERATION_DEFAULTS, ModelDir
 
 
 def copy_of_tiny(tmp_path):

@@ -13,7 +13,7 @@ import os
 import pytest
 
 from service.config import EngineSettings
-from service.engine import Engine
+from service.speech import Engine
 
 # Long enough that each request spans 7 blocks of 32 rows (a ~200-row prompt + 4 frames): the old code grew ~38 KB a
 # request, ~3 MB a window.

@@ -14,16 +14,16 @@ from safetensors.numpy import load_file
 from tokenizers import Tokenizer
 
 from service.errors import SetupError
-from service.model import builtin
-from service.model.build import write_model_dir
-from service.model.code_predictor import build_code_predictor
-from service.model.codec_random import CODEC_PRESETS, random_codec_decoder_weights
-from service.model.manifest import ModelDir
-from service.model.presets import TEXT_SPECIAL_TOKENS, random_talker_weights, talker_config, tokenizer_vocab_size
-from service.model.prompt import PromptBuilder
-from service.model.talker import build_talker
-from service.model.text import build_text
-from service.model.tokenizer import special_token_ids, train_tokenizer
+from service.export import builtin
+from service.export.build import write_model_dir
+from service.export.codec_random import CODEC_PRESETS, random_codec_decoder_weights
+from service.export.presets import TEXT_SPECIAL_TOKENS, random_talker_weights, talker_config, tokenizer_vocab_size
+from service.export.tokenizer import special_token_ids, train_tokenizer
+from service.frontend.prompt import PromptBuilder
+from service.graphs.code_predictor import build_code_predictor
+from service.graphs.talker import build_talker
+from service.graphs.text_embedding import build_text
+from service.modeldir.manifest import ModelDir
 
 from reference_numpy import CodePredictor, Talker, text_embeds
 

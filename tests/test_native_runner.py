@@ -12,8 +12,8 @@ from openvino._offline_transformations import paged_attention_transformation
 from safetensors.numpy import load_file
 
 from service import _native
-from service.device import cpu_facts
-from service.model.builtin import resolve_model
+from service.engine.device import cpu_facts
+from service.export.builtin import resolve_model
 
 F32 = {"INFERENCE_PRECISION_HINT": "f32", "KV_CACHE_PRECISION": "f32"}
 CPU = cpu_facts()
@@ -378,9 +378,9 @@ def per_block_shapes(model: Model, kv: str, inference: str | None):
 @pytest.mark.parametrize("inference", ["", "f32", "bf16"])
 @pytest.mark.parametrize("kv", ["u8", "f16", "bf16", "f32"])
 def test_the_cpu_rule_of_service_device_is_the_plugins(model, kv, inference):
-    """What service.device lets through compiles, into the cache type it predicts; what it refuses fails to compile.
+    """What engine.device lets through compiles, into the cache type it predicts; what it refuses fails to compile.
     Run on every machine, this keeps the rule honest for the CPU at hand (the f16 hint is left out: its refusals
-    are unmeasured guesses, see service/device.py)."""
+    are unmeasured guesses, see service/engine/device.py)."""
     expected = CPU.kv_caches(inference).get(kv)
     if expected is None:
         with pytest.raises(RuntimeError):

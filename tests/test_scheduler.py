@@ -4,9 +4,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from service.blocks import BlockManager
-from service.scheduler import Policy, Scheduler, StepResult
-from service.sequence import FinishReason, Sequence, SequenceStatus, StepOutput
+from service.engine.blocks import BlockManager
+from service.engine.scheduler import Policy, Scheduler, StepResult
+from service.engine.sequence import FinishReason, Sequence, SequenceStatus, StepOutput
 
 H = 8
 

@@ -7,9 +7,9 @@ import pytest
 from wyoming.tts import SynthesizeVoice
 
 from service.config import EngineSettings
-from service.engine import Engine
 from service.errors import InvalidText
-from service.sentence_audio import sentence_audio
+from service.speech import Engine
+from service.wyoming.sentence_audio import sentence_audio
 
 SENTENCES = ["The kitchen timer has finished.", "Dinner is ready.", "Please come to the table."]
 

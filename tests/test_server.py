@@ -15,9 +15,9 @@ from wyoming.event import Event, async_read_event
 from wyoming.info import Describe, Info
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
 
-from service.listeners import bind_listener
 from service.metrics import Metrics, MetricsServer
-from service.server import ChorusServer
+from service.wyoming.listeners import bind_listener
+from service.wyoming.server import ChorusServer
 
 from conftest import free_port
 

@@ -79,7 +79,7 @@ def test_a_setup_mistake_is_one_line_naming_the_fix_and_exit_code_2(flags, named
 
 
 def test_a_kv_precision_this_cpu_cannot_run_is_one_line_naming_what_it_can(capsys):
-    from service.device import check_device
+    from service.engine.device import check_device
     from service.errors import SetupError
 
     try:

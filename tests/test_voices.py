@@ -27,12 +27,12 @@ from service.config import (
     load_settings,
     load_voices,
 )
-from service.engine import Engine
 from service.errors import InvalidText, RequestFailed, UnknownVoice
-from service.model.builtin import resolve_model
-from service.model.manifest import ModelDir
-from service.model.speaker_encoder import build_speaker_encoder, speaker_encoder_shapes
-from service.model.voices import Voices, build_voices
+from service.export.builtin import resolve_model
+from service.frontend.voices import Voices, build_voices
+from service.graphs.speaker_encoder import build_speaker_encoder, speaker_encoder_shapes
+from service.modeldir.manifest import ModelDir
+from service.speech import Engine
 
 from conftest import ServiceThread, free_port
 
@@ -201,14 +201,15 @@ def test_the_engine_normalises_in_the_requests_or_the_voices_language(tmp_path, 
     engine = Engine(EngineSettings(max_text_length=12),
                     voices=voices_from(tmp_path, "voices:\n  design:\n    hanna: {instruct: warm, language: de}\n"))
     built = []
-    real_build = engine._prompts.build
-    monkeypatch.setattr(engine._prompts, "build", lambda text, **kw: built.append((text, kw)) or real_build(text, **kw))
+    real_build = engine.requests.prompts.build
+    monkeypatch.setattr(engine.requests.prompts, "build",
+                        lambda text, **kw: built.append((text, kw)) or real_build(text, **kw))
     with pytest.raises(InvalidText):
-        engine._make_sequence("Es ist 21.5 °C", "hanna", None, None, seed=0)  # 14 characters
+        engine.requests.build("Es ist 21.5 °C", "hanna", None, None, seed=0)  # 14 characters
     # the limit counts what the client sent (12 characters here), not the longer spoken form
-    engine._make_sequence("It is 5 °C.", None, None, None, seed=0)
-    engine._make_sequence("Es ist 5 °C.", "hanna", None, None, seed=0)
-    engine._make_sequence("Es ist 5 °C.", None, None, "de_DE", seed=0)
+    engine.requests.build("It is 5 °C.", None, None, None, seed=0)
+    engine.requests.build("Es ist 5 °C.", "hanna", None, None, seed=0)
+    engine.requests.build("Es ist 5 °C.", None, None, "de_DE", seed=0)
     assert [text for text, _ in built] == ["It is five degrees Celsius.", "Es ist fünf Grad Celsius.",
                                           "Es ist fünf Grad Celsius."]
     assert [(kw["language"], kw["speaker"], kw["instruct"]) for _, kw in built] == [
@@ -241,7 +242,7 @@ def test_a_clone_voice_without_a_speaker_encoder_is_refused_with_a_clear_error(t
     try:
         assert [v.name for v in engine.voices] == ["anna"]
         with pytest.raises(RequestFailed, match="no speaker encoder"):
-            engine._make_sequence("Hello.", None, None, None, seed=0)
+            engine.requests.build("Hello.", None, None, None, seed=0)
     finally:
         engine.stop()
 
@@ -258,16 +259,16 @@ def test_a_clone_voice_speaks_with_its_clips_speaker_embedding(tmp_path, monkeyp
                                      "    bert: {wav: bert.wav, text: Hi.}\n")
     engine = Engine(EngineSettings(model=str(model)), voices=settings)
     built = []
-    real_build = engine._prompts.build
-    monkeypatch.setattr(engine._prompts, "build", lambda text, **kw: built.append(kw) or real_build(text, **kw))
-    engine._make_sequence("Hello.", "anna", None, None, seed=0)
-    engine._make_sequence("Hello.", "anna", None, None, seed=0)
+    real_build = engine.requests.prompts.build
+    monkeypatch.setattr(engine.requests.prompts, "build", lambda text, **kw: built.append(kw) or real_build(text, **kw))
+    engine.requests.build("Hello.", "anna", None, None, seed=0)
+    engine.requests.build("Hello.", "anna", None, None, seed=0)
     first, second = built
     assert first["speaker_embedding"] is second["speaker_embedding"]  # computed once, then cached
     assert first["speaker_embedding"].shape == (MANIFEST["hidden_size"],)
     assert first["non_streaming_mode"] is False and first["speaker"] is None
     with pytest.raises(RequestFailed, match="bert.wav"):
-        engine._make_sequence("Hello.", "bert", None, None, seed=0)
+        engine.requests.build("Hello.", "bert", None, None, seed=0)
 
 
 # ---- the server: Describe lists voices added while it runs -----------------------------------------------------

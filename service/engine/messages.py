@@ -1,0 +1,46 @@
+"""What other threads tell the engine thread: one queue of typed messages, read only at step boundaries.
+
+The engine thread is the only owner of request state (the scheduler, the block manager, every request's sink). The
+event loop adds, aborts and promotes requests and stops the engine; the codec thread reports a decoder failure. Each
+of them only puts a message here, so no lock guards request state and no thread ever sees it half-changed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from service.engine.sequence import Sequence
+
+
+@dataclass(frozen=True)
+class Add:
+    """A new request and the sink its audio goes to."""
+    seq: Sequence
+    sink: Any  # codec_output.PcmSink
+
+
+@dataclass(frozen=True)
+class Abort:
+    """The caller stopped reading (the client left, or the reply was cut off)."""
+    seq_id: int
+
+
+@dataclass(frozen=True)
+class Promote:
+    """Audio generated ahead of need is needed now (the listener reached this sentence)."""
+    seq_id: int
+
+
+@dataclass(frozen=True)
+class CodecFailed:
+    """The codec decoder failed on this request's frames: it ends with an error, and no frame more is made."""
+    seq_id: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Abort everything still running and leave the loop."""
+
+
+Message = Add | Abort | Promote | CodecFailed | Stop

@@ -1,0 +1,82 @@
+"""The speech service the Wyoming server talks to: the front end (text -> Sequence) over the engine core.
+
+`Engine` is the one object a process makes: it resolves the model, reads the model directory once, and joins
+`RequestBuilder` (service.frontend) and `EngineCore` (service.engine). The server sees it through
+`service.wyoming.speech_engine.SpeechEngine`.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator
+
+import numpy as np
+
+from service.config import EngineSettings, VoicesSettings
+from service.engine.core import EngineCore, EngineStats
+from service.export.builtin import resolve_model
+from service.frontend.requests import RequestBuilder
+from service.frontend.voices import VoiceInfo
+from service.metrics import Metrics
+from service.modeldir.manifest import ModelDir
+
+
+class Engine:
+    def __init__(self, settings: EngineSettings, metrics: Metrics | None = None,
+                 voices: VoicesSettings | None = None):
+        self.settings = settings
+        self.model = ModelDir(resolve_model(settings.model, settings.data_dir))
+        self.requests = RequestBuilder(self.model, settings, voices)
+        self.core = EngineCore(self.model, settings, metrics)
+        self.metrics = self.core.metrics
+        self.sample_rate = self.core.sample_rate
+        # What tests and benchmarks inspect between steps (read only on the engine thread while it runs).
+        self.scheduler = self.core.scheduler
+        self.blocks = self.core.blocks
+
+    def start(self) -> None:
+        """Blocks for the warm-up (seconds on a big model): call it off the event loop."""
+        self.core.start(self.requests.warm_up())
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self.core.stop(timeout)
+
+    @property
+    def alive(self) -> bool:
+        return self.core.alive
+
+    def stats(self) -> EngineStats:
+        return self.core.stats()
+
+    def summary(self) -> list[str]:
+        return self.core.summary()
+
+    @property
+    def voices(self) -> tuple[VoiceInfo, ...]:
+        """The installed voices, the default first; edits to the config file's voices section show up here."""
+        return self.requests.current_voices()
+
+    async def synthesize(
+        self,
+        text: str,
+        voice: str | None = None,
+        speaker: str | None = None,
+        language: str | None = None,
+        seed: int | None = None,
+        codes_out: list[np.ndarray] | None = None,
+        needed: asyncio.Event | None = None,
+        about: dict | None = None,
+    ) -> AsyncGenerator[bytes, None]:
+        """Yields int16 little-endian mono PCM at `sample_rate` as it is generated (see EngineCore.submit).
+
+        The request is built on a worker thread (normalising, prompt graph). `about`, when given, receives the
+        voice, language and whether the language was told from the text ("voice", "language",
+        "language_detected")."""
+        seq = await asyncio.to_thread(self.requests.build, text, voice, speaker, language, seed)
+        if about is not None:
+            about.update(voice=seq.voice, language=seq.language, language_detected=seq.language_detected)
+        pcm = self.core.submit(seq, needed=needed, codes_out=codes_out)
+        try:
+            async for chunk in pcm:
+                yield chunk
+        finally:
+            await pcm.aclose()
