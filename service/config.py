@@ -51,6 +51,14 @@ def _integer(minimum: int, *, optional: bool = False) -> Check:
     return check
 
 
+def _number(minimum: float) -> Check:
+    def check(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+            raise ValueError(f"expected a number of at least {minimum}, got {value!r}")
+        return float(value)
+    return check
+
+
 def _seconds(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         raise ValueError(f"expected a positive number of seconds, got {value!r}")
@@ -229,6 +237,7 @@ class EngineSettings:
     max_text_length: int = _setting(4000, _integer(1))
     max_frames: int = _setting(1500, _integer(1))
     random_model_frames: int = _setting(50, _integer(1))
+    benchmark_frames_per_word: float = _setting(0.0, _number(0.0))
     step_token_budget: int = _setting(256, _integer(1))
     policy: str = _setting("continuous", _one_of("continuous", "static"))
     samples_per_chunk: int = _setting(1920, _integer(1))

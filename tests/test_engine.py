@@ -14,7 +14,9 @@ from service.config import EngineSettings
 from service.engine.device import available_devices, cpu_facts, resolve_device
 from service.errors import InvalidText, RequestFailed, SetupError, UnknownVoice
 from service.export.builtin import resolve_model
+from service.frontend.requests import RequestBuilder
 from service.metrics import Metrics
+from service.modeldir.manifest import ModelDir
 from service.speech import Engine
 
 SAMPLES_PER_FRAME = 1920
@@ -191,3 +193,16 @@ def test_a_reader_whose_event_loop_has_closed_does_not_stop_the_engine(engine):
     time.sleep(0.5)
     pcm, codes, _, _ = asyncio.run(asyncio.wait_for(collect(engine, "Hello."), 60))
     assert codes and len(pcm) == len(codes) * SAMPLES_PER_FRAME * 2
+
+
+@pytest.mark.parametrize("per_word, text, frames", [
+    (5.0, "one two three four five six seven eight nine ten", 50),   # 10 words at 12.5 frames/s, 2.5 words/s
+    (5.0, "Hi.", 13),                                               # a second at least
+    (2.5, LONG, 48),                                                # 19 words
+])
+def test_the_benchmark_setting_ends_a_random_models_reply_at_a_natural_length(per_word, text, frames):
+    requests = RequestBuilder(ModelDir(resolve_model("builtin:tiny")),
+                              EngineSettings(benchmark_frames_per_word=per_word))
+    assert requests.build(text, seed=0).frame_cap == frames
+    # Off (the default), the random-model cap applies whatever the text.
+    assert RequestBuilder(requests.model, EngineSettings()).build(text, seed=0).frame_cap <= 50

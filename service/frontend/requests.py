@@ -87,12 +87,12 @@ class RequestBuilder:
                                             instruct=chosen.instruct, **clone_layout)
         except PromptError as error:  # text that cannot be put into the prompt frame
             raise InvalidText(str(error)) from error
-        seq = self._sequence(prompt, seed)
+        seq = self._sequence(prompt, seed, words=len(spoken.split()))
         seq.codec_prefix = ref_codes
         seq.voice, seq.language, seq.language_detected = chosen.name, code, detected
         return seq
 
-    def _sequence(self, prompt: Prompt, seed: int | None, frame_cap: int | None = None) -> Sequence:
+    def _sequence(self, prompt: Prompt, seed: int | None, frame_cap: int | None = None, words: int = 0) -> Sequence:
         gen = self.prompts.generation
         greedy = self.settings.greedy
         if seed is None:
@@ -110,7 +110,10 @@ class RequestBuilder:
         if frame_cap is None:
             frame_cap = min(self.settings.max_frames, _FRAMES_BASE + _FRAMES_PER_TEXT_TOKEN * prompt.n_text_tokens)
             if self.model.manifest.random_weights:  # it never says eos: without a cap, 15-60 s of noise per sentence
-                frame_cap = min(frame_cap, self.settings.random_model_frames)
+                per_word = self.settings.benchmark_frames_per_word
+                # A benchmark's replies end at a natural length for their text (a minimum of one second).
+                frame_cap = (min(self.settings.max_frames, max(13, round(per_word * words))) if per_word > 0
+                             else min(frame_cap, self.settings.random_model_frames))
         return Sequence(
             seq_id=next(self._ids),
             prompt=prompt.prefill,
