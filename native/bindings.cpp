@@ -87,26 +87,30 @@ nb::tuple step(PyRunner& self, In<float> embeds, In<int32_t> new_lens, In<int32_
                In<uint64_t> seeds, In<float> temperature, In<int32_t> top_k, In<float> top_p, In<float> rep_penalty,
                In<float> sub_temperature, In<int32_t> sub_top_k, In<float> sub_top_p, In<int32_t> history,
                In<int32_t> history_begins, int64_t min_new_tokens, bool want_logits) {
-    const StepInput in{matrix_of(embeds, "embeds"),
-                       vector_of(new_lens, "new_lens"),
-                       vector_of(past_lens, "past_lens"),
-                       vector_of(block_table, "block_table"),
-                       vector_of(block_table_begins, "block_table_begins"),
-                       vector_of(emit, "emit"),
-                       matrix_of(text_next, "text_next"),
-                       vector_of(frame_index, "frame_index"),
-                       vector_of(seeds, "seeds"),
-                       vector_of(temperature, "temperature"),
-                       vector_of(top_k, "top_k"),
-                       vector_of(top_p, "top_p"),
-                       vector_of(rep_penalty, "rep_penalty"),
-                       vector_of(sub_temperature, "sub_temperature"),
-                       vector_of(sub_top_k, "sub_top_k"),
-                       vector_of(sub_top_p, "sub_top_p"),
-                       vector_of(history, "history"),
-                       vector_of(history_begins, "history_begins"),
-                       min_new_tokens,
-                       want_logits};
+    // Designated initialisers name the member each array lands in, so a mix-up of two same-typed spans (top_k and
+    // sub_top_k, say) shows at the call rather than compiling silently; they must follow StepInput's member order.
+    const StepInput in{
+        .embeds = matrix_of(embeds, "embeds"),
+        .new_lens = vector_of(new_lens, "new_lens"),
+        .past_lens = vector_of(past_lens, "past_lens"),
+        .block_table = vector_of(block_table, "block_table"),
+        .block_table_begins = vector_of(block_table_begins, "block_table_begins"),
+        .emit = vector_of(emit, "emit"),
+        .text_next = matrix_of(text_next, "text_next"),
+        .frame_index = vector_of(frame_index, "frame_index"),
+        .seeds = vector_of(seeds, "seeds"),
+        .temperature = vector_of(temperature, "temperature"),
+        .top_k = vector_of(top_k, "top_k"),
+        .top_p = vector_of(top_p, "top_p"),
+        .rep_penalty = vector_of(rep_penalty, "rep_penalty"),
+        .sub_temperature = vector_of(sub_temperature, "sub_temperature"),
+        .sub_top_k = vector_of(sub_top_k, "sub_top_k"),
+        .sub_top_p = vector_of(sub_top_p, "sub_top_p"),
+        .history = vector_of(history, "history"),
+        .history_begins = vector_of(history_begins, "history_begins"),
+        .min_new_tokens = min_new_tokens,
+        .want_logits = want_logits,
+    };
     StepOutput out;
     {
         // The arguments above hold their (possibly converted) buffers until this function returns.

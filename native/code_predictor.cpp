@@ -10,6 +10,8 @@ CodePredictor::CodePredictor(ov::Core& core, const std::string& xml, const std::
       tables_(std::move(tables)),
       hidden_size_(tables_.at(0).dim),
       codebook_size_(tables_.at(0).rows),
+      inputs_port_(compiled_.input("inputs_embeds")),
+      logits_port_(compiled_.output("logits")),
       head_index_(ov::element::i64, ov::Shape{}) {
     const auto& logits = compiled_.output("logits").get_partial_shape();
     if (logits.rank().is_dynamic() || logits.size() != 2 || logits[1].is_dynamic() ||
@@ -20,11 +22,20 @@ CodePredictor::CodePredictor(ov::Core& core, const std::string& xml, const std::
     request_.set_tensor("head_index", head_index_);
 }
 
+void CodePredictor::update_views(std::size_t batch) {
+    if (batch == view_batch_ && inputs_.data() == view_data_) return;
+    first_view_ = ov::Tensor(ov::element::f32, {batch, 2, hidden_size_}, inputs_.data());
+    next_view_ = ov::Tensor(ov::element::f32, {batch, 1, hidden_size_}, inputs_.data());
+    view_batch_ = batch;
+    view_data_ = inputs_.data();
+}
+
 void CodePredictor::predict(const std::vector<PredictorRow>& rows, int32_t* codes, float* embedding_sum) {
     const std::size_t batch = rows.size();
     const std::size_t H = hidden_size_;
     const std::size_t groups = tables_.size();
     inputs_.resize(batch * 2 * H);
+    update_views(batch);
     scratch_.resize(codebook_size_);
     for (std::size_t b = 0; b < batch; ++b) {
         std::copy_n(rows[b].talker_hidden, H, inputs_.data() + (2 * b) * H);
@@ -34,11 +45,11 @@ void CodePredictor::predict(const std::vector<PredictorRow>& rows, int32_t* code
 
     request_.reset_state();
     for (std::size_t j = 0; j < groups; ++j) {
-        const std::size_t positions = j == 0 ? 2 : 1;
-        request_.set_tensor("inputs_embeds", ov::Tensor(ov::element::f32, {batch, positions, H}, inputs_.data()));
+        // Infers 1.. all read next_view_, rewritten in place below: it is set once, at the first of them.
+        if (j <= 1) request_.set_tensor(inputs_port_, j == 0 ? first_view_ : next_view_);
         head_index_.data<int64_t>()[0] = static_cast<int64_t>(j);
         request_.infer();
-        const float* logits = request_.get_tensor("logits").data<const float>();
+        const float* logits = request_.get_tensor(logits_port_).data<const float>();
         // The next input (one row per entry) overwrites the start of inputs_, which the infer no longer needs.
         for (std::size_t b = 0; b < batch; ++b) {
             std::copy_n(logits + b * codebook_size_, codebook_size_, scratch_.data());

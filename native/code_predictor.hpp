@@ -33,13 +33,24 @@ public:
     std::size_t num_codebooks() const { return tables_.size(); }
 
 private:
+    void update_views(std::size_t batch);
+
     ov::CompiledModel compiled_;
     ov::InferRequest request_;
     EmbeddingTables tables_;
     std::size_t hidden_size_;
     std::size_t codebook_size_;
+    // Looked up once rather than by name for each of the G-1 infers of a frame.
+    ov::Output<const ov::Node> inputs_port_;
+    ov::Output<const ov::Node> logits_port_;
     ov::Tensor head_index_;
     std::vector<float> inputs_;
+    // Views of inputs_ as the first infer's [B, 2, H] and the later ones' [B, 1, H], made again only when the
+    // batch size or inputs_' buffer changes (not as a new ov::Tensor for every infer).
+    ov::Tensor first_view_;
+    ov::Tensor next_view_;
+    std::size_t view_batch_ = 0;
+    const float* view_data_ = nullptr;
     std::vector<float> scratch_;
     TokenChooser chooser_;
 };

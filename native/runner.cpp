@@ -67,10 +67,11 @@ StepOutput Runner::step(const StepInput& in) {
     out.next_embeds.assign(entries * H, 0.0f);
     if (in.want_logits) out.logits.resize(entries * V);
 
-    // Codebook 0 of every emitting entry, from the talker row of its last new token.
-    std::vector<float> hidden(entries * H);
-    std::vector<PredictorRow> rows;
-    std::vector<std::size_t> owners;
+    // Codebook 0 of every emitting entry, from the talker row of its last new token. hidden_ is sized before any
+    // pointer into it is taken, so rows_ stays valid for the whole step.
+    hidden_.resize(entries * H);
+    rows_.clear();
+    owners_.clear();
     scratch_.resize(V);
     std::size_t last = 0;
     for (std::size_t s = 0; s < entries; ++s) {
@@ -89,23 +90,24 @@ StepOutput Runner::step(const StepInput& in) {
             out.is_eos[s] = 1;
             continue;
         }
-        std::copy_n(talker_->hidden_row(last - 1), H, hidden.data() + s * H);
-        rows.push_back({hidden.data() + s * H, codec_embedding_.row(static_cast<std::size_t>(c0)),
-                        {in.sub_temperature[s], in.sub_top_k[s], in.sub_top_p[s]}, in.seeds[s], in.frame_index[s]});
-        owners.push_back(s);
+        std::copy_n(talker_->hidden_row(last - 1), H, hidden_.data() + s * H);
+        rows_.push_back({hidden_.data() + s * H, codec_embedding_.row(static_cast<std::size_t>(c0)),
+                         {in.sub_temperature[s], in.sub_top_k[s], in.sub_top_p[s]}, in.seeds[s], in.frame_index[s]});
+        owners_.push_back(s);
     }
-    if (rows.empty()) return out;
+    if (rows_.empty()) return out;
 
     // Codebooks 1.. for all of them in one batch, then next_embed = C(c0) + sum_j E_j(c_{j+1}) + text_next.
-    std::vector<int32_t> sub_codes(rows.size() * (G - 1));
-    std::vector<float> sums(rows.size() * H);
-    predictor_->predict(rows, sub_codes.data(), sums.data());
-    for (std::size_t b = 0; b < rows.size(); ++b) {
-        const std::size_t s = owners[b];
-        std::copy_n(sub_codes.data() + b * (G - 1), G - 1, out.codes.data() + s * G + 1);
+    // predict() writes every value of both, so they are resized, not cleared.
+    sub_codes_.resize(rows_.size() * (G - 1));
+    sums_.resize(rows_.size() * H);
+    predictor_->predict(rows_, sub_codes_.data(), sums_.data());
+    for (std::size_t b = 0; b < rows_.size(); ++b) {
+        const std::size_t s = owners_[b];
+        std::copy_n(sub_codes_.data() + b * (G - 1), G - 1, out.codes.data() + s * G + 1);
         float* next = out.next_embeds.data() + s * H;
         const float* text = in.text_next.row(s);
-        for (std::size_t i = 0; i < H; ++i) next[i] = rows[b].c0_embedding[i] + sums[b * H + i] + text[i];
+        for (std::size_t i = 0; i < H; ++i) next[i] = rows_[b].c0_embedding[i] + sums_[b * H + i] + text[i];
     }
     return out;
 }

@@ -54,7 +54,14 @@ private:
     std::optional<CodePredictor> predictor_;
     std::optional<CodebookZeroFilter> filter_;
     TokenChooser chooser_;
-    std::vector<float> scratch_;
+    // Per-step scratch, kept as members so their capacity is reused step after step (StepOutput's vectors are
+    // handed to Python, so those are new each step).
+    std::vector<float> scratch_;               // [V]: one row of codebook-0 logits being filtered and sampled
+    std::vector<float> hidden_;                // [S, H]: talker hidden rows of the emitting entries
+    std::vector<PredictorRow> rows_;           // the code predictor's batch (pointers into hidden_)
+    std::vector<std::size_t> owners_;          // the entry of each of rows_
+    std::vector<int32_t> sub_codes_;           // [B, G-1]: codebooks 1.. of the batch
+    std::vector<float> sums_;                  // [B, H]: sum_j E_j(c_{j+1}) of the batch
     // The infer requests and scratch buffers are single-use: concurrent steps take turns.
     std::mutex mutex_;
 };

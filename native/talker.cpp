@@ -1,6 +1,7 @@
 #include "talker.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 #include <stdexcept>
 
@@ -41,6 +42,18 @@ std::size_t static_last_dim(const ov::Output<const ov::Node>& port, std::size_t 
     return static_cast<std::size_t>(shape[rank - 1].get_length());
 }
 
+// A zero-filled tensor of the port's type with one row: every dynamic dimension 1, the static ones as they are.
+// One row rather than none keeps it an ordinary shape for any plugin (empty tensors are an edge case of their own).
+ov::Tensor one_row_tensor(const ov::Output<const ov::Node>& port) {
+    ov::Shape shape;
+    for (const auto& dim : port.get_partial_shape()) {
+        shape.push_back(dim.is_static() ? static_cast<std::size_t>(dim.get_length()) : 1);
+    }
+    ov::Tensor tensor(port.get_element_type(), shape);
+    std::memset(tensor.data(), 0, tensor.get_byte_size());
+    return tensor;
+}
+
 }  // namespace
 
 PagedTalker::PagedTalker(ov::Core& core, const TalkerOptions& options) {
@@ -63,6 +76,23 @@ PagedTalker::PagedTalker(ov::Core& core, const TalkerOptions& options) {
     cache_.emplace(compiled_, options.device, options.num_blocks, options.cache_bytes);
     cache_->bind(request_);
     max_context_len_ = ov::Tensor(ov::element::i32, ov::Shape{});
+
+    ports_ = {.inputs_embeds = compiled_.input("inputs_embeds"),
+              .position_ids = compiled_.input("position_ids"),
+              .past_lens = compiled_.input("past_lens"),
+              .subsequence_begins = compiled_.input("subsequence_begins"),
+              .block_indices = compiled_.input("block_indices"),
+              .block_indices_begins = compiled_.input("block_indices_begins"),
+              .max_context_len = compiled_.input("max_context_len"),
+              .logits = compiled_.output("logits"),
+              .hidden = compiled_.output("hidden")};
+    for (const auto& port : {ports_.inputs_embeds, ports_.position_ids, ports_.past_lens, ports_.subsequence_begins,
+                             ports_.block_indices, ports_.block_indices_begins}) {
+        parking_.push_back({port, one_row_tensor(port)});
+    }
+    // Owned and rewritten in place each infer, so (like the caches) it stays bound for good.
+    request_.set_tensor(ports_.max_context_len, max_context_len_);
+    park_inputs();
 }
 
 ov::element::Type PagedTalker::inference_precision() const {
@@ -84,21 +114,42 @@ void PagedTalker::infer(const StepInput& in) {
     }
     max_context_len_.data<int32_t>()[0] = max_context;
 
-    // Input tensors wrap the caller's buffers (never written by the plugin): no copies of the embeddings.
+    try {
+        set_inputs(in);
+        request_.infer();
+    } catch (...) {
+        park_inputs();
+        throw;
+    }
+    logits_ = request_.get_tensor(ports_.logits).data<const float>();
+    hidden_ = request_.get_tensor(ports_.hidden).data<const float>();
+    park_inputs();
+}
+
+// Input tensors wrap the caller's buffers (never written by the plugin): no copies of the embeddings. They are
+// views only for the length of infer(); park_inputs() takes them off the request again.
+void PagedTalker::set_inputs(const StepInput& in) {
+    const std::size_t entries = in.entries();
+    const std::size_t rows = in.embeds.rows;
     auto wrap = [](auto span, ov::element::Type type, ov::Shape shape) {
         return ov::Tensor(type, shape, const_cast<void*>(static_cast<const void*>(span.data())));
     };
-    request_.set_tensor("inputs_embeds", wrap(in.embeds.data, ov::element::f32, {rows, hidden_size_}));
-    request_.set_tensor("position_ids", wrap(std::span<const int64_t>(position_ids_), ov::element::i64, {rows}));
-    request_.set_tensor("past_lens", wrap(in.past_lens, ov::element::i32, {entries}));
-    request_.set_tensor("subsequence_begins",
+    request_.set_tensor(ports_.inputs_embeds, wrap(in.embeds.data, ov::element::f32, {rows, hidden_size_}));
+    request_.set_tensor(ports_.position_ids, wrap(std::span<const int64_t>(position_ids_), ov::element::i64, {rows}));
+    request_.set_tensor(ports_.past_lens, wrap(in.past_lens, ov::element::i32, {entries}));
+    request_.set_tensor(ports_.subsequence_begins,
                         wrap(std::span<const int32_t>(subsequence_begins_), ov::element::i32, {entries + 1}));
-    request_.set_tensor("block_indices", wrap(in.block_table, ov::element::i32, {in.block_table.size()}));
-    request_.set_tensor("block_indices_begins", wrap(in.block_table_begins, ov::element::i32, {entries + 1}));
-    request_.set_tensor("max_context_len", max_context_len_);
-    request_.infer();
-    logits_ = request_.get_tensor("logits").data<const float>();
-    hidden_ = request_.get_tensor("hidden").data<const float>();
+    request_.set_tensor(ports_.block_indices, wrap(in.block_table, ov::element::i32, {in.block_table.size()}));
+    request_.set_tensor(ports_.block_indices_begins, wrap(in.block_table_begins, ov::element::i32, {entries + 1}));
+}
+
+// The caller's arrays (numpy buffers from Python) are freed once step() returns, and position_ids_ /
+// subsequence_begins_ may move when the next step resizes them; a view left on the request would point at freed
+// memory until the next set_inputs. So after every infer, successful or not, each viewed input is reset to a small
+// tensor the talker owns. Resetting costs a few set_tensor calls a step; copying into owned buffers instead would
+// copy the [N, H] embeddings every step. (logits_ / hidden_ point at output tensors the request itself owns.)
+void PagedTalker::park_inputs() {
+    for (const auto& [port, parked] : parking_) request_.set_tensor(port, parked);
 }
 
 const float* PagedTalker::logits_row(std::size_t row) const { return logits_ + row * vocab_size_; }

@@ -24,7 +24,8 @@ class PagedTalker {
 public:
     PagedTalker(ov::Core& core, const TalkerOptions& options);
 
-    // Runs the step's rows; afterwards logits_row / hidden_row read row r of this infer (until the next one).
+    // Runs the step's rows; afterwards logits_row / hidden_row read row r of this infer (until the next one). The
+    // request keeps no view of `in` once it returns.
     void infer(const StepInput& in);
     const float* logits_row(std::size_t row) const;
     const float* hidden_row(std::size_t row) const;
@@ -36,9 +37,27 @@ public:
     ov::element::Type inference_precision() const;
 
 private:
+    // The ports infer uses, looked up once: by port, set_tensor / get_tensor search no names and build no
+    // std::string per call (the longer names, e.g. "block_indices_begins", do not fit the small-string buffer).
+    struct Ports {
+        ov::Output<const ov::Node> inputs_embeds, position_ids, past_lens, subsequence_begins, block_indices,
+            block_indices_begins, max_context_len, logits, hidden;
+    };
+    // An input that infer sets to a view of a buffer which may be freed or moved once it returns (the caller's
+    // arrays, position_ids_, subsequence_begins_), and the talker-owned tensor it is reset to afterwards.
+    struct Parking {
+        ov::Output<const ov::Node> port;
+        ov::Tensor parked;
+    };
+
+    void set_inputs(const StepInput& in);
+    void park_inputs();
+
     ov::CompiledModel compiled_;
     ov::InferRequest request_;
     std::optional<PagedCache> cache_;
+    Ports ports_;
+    std::vector<Parking> parking_;
     std::size_t hidden_size_ = 0;
     std::size_t vocab_size_ = 0;
     // Per-infer inputs, kept as members so their buffers are reused step after step.
