@@ -213,6 +213,7 @@ class ServerSettings:
     max_event_bytes: int = _setting(1 << 20, _integer(1024))
     max_queued_replies: int = _setting(8, _integer(1))
     max_buffered_audio_seconds: float = _setting(30.0, _seconds)
+    streaming_input: bool = _setting(True, _boolean)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,9 @@ class Metrics:
         self.kv_blocks_used = Gauge("chorus_kv_blocks_used", "KV cache blocks held by requests", registry=r)
         # The engine's requests are sentences: a reply of three sentences is three of them.
         self.requests_running = Gauge("chorus_requests_running", "Sentences in the running batch", registry=r)
+        self.requests_awaiting_text = Gauge(
+            "chorus_requests_awaiting_text", "Running requests of a streamed text waiting for its next words: they "
+            "hold their KV blocks but take no step", registry=r)
         self.requests_waiting = Gauge(
             "chorus_requests_waiting", "Sentences waiting to be admitted (preempted ones re-enter past "
             "engine.max_waiting, so this can exceed it)", registry=r)

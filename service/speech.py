@@ -7,14 +7,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
 
 import numpy as np
 
 from service.config import EngineSettings, VoicesSettings
 from service.engine.core import EngineCore, EngineStats
+from service.errors import RequestFailed
 from service.export.builtin import resolve_model
-from service.frontend.requests import RequestBuilder
+from service.frontend.requests import RequestBuilder, TextFeed
 from service.frontend.voices import VoiceInfo
 from service.metrics import Metrics
 from service.modeldir.manifest import ModelDir
@@ -57,7 +58,7 @@ class Engine:
 
     async def synthesize(
         self,
-        text: str,
+        text: str | AsyncIterable[str],
         voice: str | None = None,
         speaker: str | None = None,
         language: str | None = None,
@@ -68,15 +69,55 @@ class Engine:
     ) -> AsyncGenerator[bytes, None]:
         """Yields int16 little-endian mono PCM at `sample_rate` as it is generated (see EngineCore.submit).
 
-        The request is built on a worker thread (normalising, prompt graph). `about`, when given, receives the
-        voice, language and whether the language was told from the text ("voice", "language",
-        "language_detected")."""
-        seq = await asyncio.to_thread(self.requests.build, text, voice, speaker, language, seed)
+        `text` is the whole text, or the pieces of a text still being written (each later piece starting with
+        the whitespace before it): speech then starts with the first piece, and each piece is fed to the running
+        request as it comes. The request is built on a worker thread (normalising, prompt graph). `about`, when
+        given, receives the voice, language and whether the language was told from the text ("voice",
+        "language", "language_detected")."""
+        pieces = None
+        if not isinstance(text, str):
+            pieces = aiter(text)
+            first = await anext(pieces, "")
+            if not self.requests.can_stream(voice, speaker):  # the whole text first
+                first += "".join([piece async for piece in pieces])
+                pieces = None
+            text = first
+        if pieces is None:
+            seq = await asyncio.to_thread(self.requests.build, text, voice, speaker, language, seed)
+            feed = None
+        else:
+            seq, feed = await asyncio.to_thread(self.requests.build_open, text, voice, speaker, language, seed)
         if about is not None:
             about.update(voice=seq.voice, language=seq.language, language_detected=seq.language_detected)
         pcm = self.core.submit(seq, needed=needed, codes_out=codes_out)
+        feeder = None
+        if pieces is not None and feed is not None:
+            feeder = asyncio.create_task(self._feed(seq.id, pieces, feed))
         try:
             async for chunk in pcm:
                 yield chunk
+            if feeder is not None:
+                await feeder  # the text's error, if it failed after the speech had ended
+        except RequestFailed:
+            failure = feeder.exception() if feeder is not None and feeder.done() else None
+            if failure is not None:
+                raise failure from None  # the text failed, and the request was aborted for it
+            raise
         finally:
+            if feeder is not None:
+                feeder.cancel()
             await pcm.aclose()
+
+    async def _feed(self, seq_id: int, pieces: AsyncIterator[str], feed: TextFeed) -> None:
+        """Each later piece into the running request, then the text's end. An error of the text (the reply
+        failed, or a piece cannot be spoken) aborts the request and is raised to the reader."""
+        try:
+            async for piece in pieces:
+                rows, cap = await asyncio.to_thread(feed.rows, piece)
+                if len(rows):
+                    self.core.feed(seq_id, rows, cap, close=False)
+            rows, cap = feed.close()
+            self.core.feed(seq_id, rows, cap, close=True)
+        except Exception:
+            self.core.abort(seq_id)
+            raise

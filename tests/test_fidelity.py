@@ -289,6 +289,49 @@ def test_greedy_codes_match_reference(engines, reference_runs, name):
     np.testing.assert_array_equal(codes, run.codes)
 
 
+# ---- (b2) streaming text input: the text fed while the codes are made ---------------------------------------------
+
+STREAMED = {
+    "serena": Case("custom_voice", "The front door is locked and the garage is closed.", "serena",
+                   speaker="serena", language="en"),
+    "designed": Case("voice_design", "Welcome home, the heating is on.", "calm", language="en", instruct=INSTRUCT),
+}
+
+
+def synthesize_streamed(engine: Engine, case: Case, word_delay: float) -> np.ndarray:
+    """Codes [frames, 16] of a request whose text comes word by word, `word_delay` seconds apart (each piece after
+    the first starting with its space, as the server cuts them)."""
+    async def pieces():
+        words = case.text.split(" ")
+        yield words[0]
+        for word in words[1:]:
+            await asyncio.sleep(word_delay)
+            yield " " + word
+
+    async def collect():
+        codes: list[np.ndarray] = []
+        async for _ in engine.synthesize(pieces(), voice=case.voice, language=case.language, codes_out=codes):
+            pass
+        return np.stack(codes)
+    return asyncio.run(collect())
+
+
+@pytest.mark.parametrize("name", STREAMED)
+@pytest.mark.parametrize("word_delay", [0.0, 0.05])  # ahead of the frames; behind them (the request waits for text)
+def test_streamed_text_codes_match_the_reference_streaming_layout(engines, models, name, word_delay):
+    """The reference's generate with non_streaming_mode=False takes one text token per frame, the layout a streamed
+    text is fed into: with every token there before its frame needs it, the codes are the same; a request that has
+    to wait for its text makes the same codes too, later."""
+    case = STREAMED[name]
+    run = reference.generate(models[case.model].reference, normalize(case.text, case.language), FRAMES,
+                             speaker=case.speaker, language=_LANGUAGE_NAMES[case.language], instruct=case.instruct,
+                             non_streaming_mode=False)
+    assert min(run.margins) >= MIN_MARGIN, "a near-tie: choose another text (see the module doc)"
+    codes = synthesize_streamed(engines[case.model], case, word_delay)
+    assert codes.shape == run.codes.shape
+    np.testing.assert_array_equal(codes, run.codes)
+
+
 # ---- (c) audio ---------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["ryan", "designed"])

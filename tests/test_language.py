@@ -113,9 +113,11 @@ async def test_the_server_speaks_german_numbers_for_home_assistants_request(chor
     """Over the wire as Home Assistant sends it: a stream naming only the voice."""
     engine = chorus.service.engine
     built = []
-    real_build = engine.requests.prompts.build
+    real_build, real_rows = engine.requests.prompts.build, engine.requests.prompts.text_rows
     monkeypatch.setattr(engine.requests.prompts, "build",
                         lambda text, **kw: built.append((text, kw["language"])) or real_build(text, **kw))
+    # Spoken while it is written: the first words start the request, the rest is fed to it as it comes.
+    monkeypatch.setattr(engine.requests.prompts, "text_rows", lambda text: built.append(text) or real_rows(text))
     async with AsyncTcpClient("127.0.0.1", chorus.port) as client:
         await client.write_event(SynthesizeStart(voice=SynthesizeVoice(name="ryan")).event())
         await client.write_event(SynthesizeChunk("Es sind 21,5 °C im Wohnzimmer.").event())
@@ -126,4 +128,6 @@ async def test_the_server_speaks_german_numbers_for_home_assistants_request(chor
                 pass
 
         await asyncio.wait_for(until_stopped(), 60)
-    assert built == [("Es sind einundzwanzig Komma fünf Grad Celsius im Wohnzimmer.", "german")]
+    (first, language), *rest = built
+    assert language == "german"
+    assert first + "".join(rest) == "Es sind einundzwanzig Komma fünf Grad Celsius im Wohnzimmer."

@@ -9,9 +9,10 @@ import json
 import numpy as np
 import pytest
 from safetensors.numpy import load_file
-from test_native_runner import Entry, Model, rows, run_step
 
-from service.model.builtin import resolve_model
+from service.export.builtin import resolve_model
+
+from test_native_runner import Entry, Model, rows, run_step
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from service.engine.blocks import BlockManager
+from service.engine.blocks import BlockManager, IntegrityError
 from service.engine.scheduler import Policy, Scheduler, StepResult
 from service.engine.sequence import FinishReason, Sequence, SequenceStatus, StepOutput
 
@@ -399,6 +399,81 @@ def test_rejects_a_budget_smaller_than_the_batch():
         Scheduler(BlockManager(8, 4), max_running=16, max_waiting=4, token_budget=8)
 
 
+# ---- streaming text input: a request awaiting text -----------------------------------------------------------
+
+def open_seq(seq_id: int, prompt_rows: int, frame_cap: int, text_rows: int) -> Sequence:
+    """A request whose text is still being written: `text_rows` rows of its text track have come."""
+    seq = make_seq(seq_id, prompt_rows, frame_cap)
+    seq.trailing_text = seq.trailing_text[:text_rows]
+    seq.text_open = True
+    return seq
+
+
+def text_row(seq: Sequence, k: int) -> np.ndarray:
+    return np.full((1, H), 0.01 * (k + 1) + seq.id, np.float32)
+
+
+def test_a_request_awaiting_text_keeps_its_blocks_and_place_and_takes_no_budget():
+    # Budget 4: with the open request's rows counted, the other's decode and a new prefill could not both run.
+    sched, runner = make(max_running=3, token_budget=4)
+    sched.add(open_seq(1, 3, 20, text_rows=1))
+    sched.add(make_seq(2, 2, 20))
+    rec = Recorder(sched, runner)
+    entries, _ = rec.step()
+    assert [(e.seq.id, e.num_new) for e in entries] == [(1, 3), (2, 1)]  # 2 prefilled in the budget left
+    rec.step()  # 1 emits frame 1: it has text for frame 0 and 1? no: one row, so frame 0's input only
+    seq1 = sched.requests[1]
+    assert seq1.awaiting_text and len(seq1.frames) == 1
+    blocks = list(seq1.block_table)
+    for _ in range(3):
+        entries, _ = rec.step()
+        assert ids(entries) == [2]  # no step for 1, and 2 decodes
+    assert seq1.block_table == blocks and seq1.status is SequenceStatus.RUNNING
+    sched.add(make_seq(3, 3, 5))
+    entries, _ = rec.step()
+    assert [(e.seq.id, e.num_new) for e in entries] == [(2, 1), (3, 3)]  # the whole budget, 1 takes none
+    seq1.feed_text(text_row(seq1, 1), close=False)
+    entries, _ = rec.step()
+    assert ids(entries) == [1, 2, 3]  # its place kept: first in line again
+    seq1.feed_text(np.zeros((0, H), np.float32), close=True)
+    rec.run()
+    rec.assert_frames(1, 20)
+    rec.assert_frames(2, 20)
+
+
+def test_a_request_awaiting_text_is_the_first_preempted():
+    # 5 blocks of 4: 1 (open, awaiting) holds 2; 2 and 3 grow until the pool is dry.
+    sched, runner = make(num_blocks=5, max_running=3)
+    sched.add(open_seq(1, 4, 8, text_rows=0))
+    sched.add(make_seq(2, 3, 8))
+    sched.add(make_seq(3, 2, 8))
+    rec = Recorder(sched, runner)
+    entries, _ = rec.step()
+    assert [(e.seq.id, e.num_new, e.emits) for e in entries] == [(1, 3, False), (2, 3, True), (3, 2, True)]
+    while not rec.preempted:
+        entries, _ = rec.step()
+        assert 1 not in ids(entries)
+    assert rec.preempted == [1]  # not 3, the newest
+    assert sched.waiting[0].id == 1 and sched.waiting[0].num_computed == 0
+    sched.requests[1].feed_text(np.concatenate([text_row(sched.requests[1], k) for k in range(3)]), close=True)
+    rec.run()
+    rec.assert_frames(1, 8)
+    rec.assert_frames(2, 8)
+    rec.assert_frames(3, 8)
+
+
+def test_the_integrity_check_knows_a_request_awaiting_text():
+    sched, runner = make()
+    seq = open_seq(1, 2, 5, text_rows=0)
+    sched.add(seq)
+    Recorder(sched, runner).step()
+    assert seq.awaiting_text and seq.num_uncomputed == 1  # prefilled short of the row that would emit
+    assert sched.awaiting_text == [seq]
+    seq.num_computed = seq.num_rows  # as if that row had been computed without its frame
+    with pytest.raises(IntegrityError, match="no row left"):
+        sched.check_integrity()
+
+
 class RandomOperations(RuleBasedStateMachine):
     """Random arrivals, aborts and steps on a random tiny pool: the integrity check holds after every operation,
     and every request's delivered frames are exactly the unpreempted run's, each once, up to how it finished."""
@@ -420,6 +495,9 @@ class RandomOperations(RuleBasedStateMachine):
         seq_id = len(self.seqs)
         seq = make_seq(seq_id, data.draw(st.integers(1, self.most)), data.draw(st.integers(1, self.most)))
         seq.deferred = data.draw(st.booleans())
+        if data.draw(st.booleans()):  # a streamed text: some of its rows have come, more will
+            seq.trailing_text = seq.trailing_text[:data.draw(st.integers(0, 3))]
+            seq.text_open = True
         eos = data.draw(st.none() | st.integers(0, self.most))
         if eos is not None:
             self.eos_at[seq_id] = eos
@@ -436,6 +514,14 @@ class RandomOperations(RuleBasedStateMachine):
     @rule(data=st.data())
     def abort(self, data):
         self.sched.finish_requests([data.draw(st.sampled_from(sorted(self.seqs)))], FinishReason.ABORTED)
+
+    @precondition(lambda self: any(s.text_open and not s.is_finished for s in self.seqs.values()))
+    @rule(data=st.data())
+    def feed(self, data):
+        seq = data.draw(st.sampled_from([s for s in self.seqs.values() if s.text_open and not s.is_finished]))
+        rows = np.concatenate([text_row(seq, len(seq.trailing_text) + k) for k in range(data.draw(st.integers(0, 2)))]
+                              or [np.zeros((0, H), np.float32)])
+        seq.feed_text(rows, close=data.draw(st.booleans()))
 
     @precondition(lambda self: self.seqs)
     @rule(data=st.data())
@@ -454,6 +540,9 @@ class RandomOperations(RuleBasedStateMachine):
         self.sched.check_integrity()
 
     def teardown(self):
+        for seq in self.seqs.values():
+            if seq.text_open and not seq.is_finished:
+                seq.feed_text(np.zeros((0, H), np.float32), close=True)
         self.rec.run()
         assert self.sched.blocks.num_free == self.sched.blocks.num_blocks
         for seq_id, seq in self.seqs.items():

@@ -21,7 +21,7 @@ from service.config import EngineSettings
 from service.engine.audio_output import CodecWorker, PcmSink
 from service.engine.blocks import BlockManager
 from service.engine.device import cpu_facts
-from service.engine.messages import Abort, Add, CodecFailed, Message, Promote, Stop
+from service.engine.messages import Abort, Add, CodecFailed, FeedText, Message, Promote, Stop
 from service.engine.runner import PagedRunner, RunnerOptions
 from service.engine.scheduler import Scheduler
 from service.engine.sequence import FinishReason, Sequence
@@ -174,6 +174,10 @@ class EngineCore:
         await needed.wait()
         self._send(Promote(seq_id))
 
+    def feed(self, seq_id: int, rows: np.ndarray, frame_cap: int, close: bool) -> None:
+        """More text rows for a streaming request (made with text_open); a finished request ignores them."""
+        self._send(FeedText(seq_id, rows, frame_cap, close))
+
     def abort(self, seq_id: int) -> None:
         self._send(Abort(seq_id))  # a stopped engine has already failed every request it held
 
@@ -251,6 +255,11 @@ class EngineCore:
                 self._finish(message.seq)
         elif isinstance(message, Abort):
             self._end([message.seq_id], FinishReason.ABORTED)
+        elif isinstance(message, FeedText):
+            seq = self.scheduler.requests.get(message.seq_id)
+            if seq is not None and seq.text_open:
+                seq.feed_text(message.rows, message.close)
+                seq.frame_cap = max(seq.frame_cap, message.frame_cap)
         elif isinstance(message, Promote):
             self.scheduler.promote(message.seq_id)
         elif isinstance(message, CodecFailed):
@@ -309,5 +318,6 @@ class EngineCore:
         m = self.metrics
         m.kv_blocks_used.set(self.blocks.num_used)
         m.requests_running.set(len(self.scheduler.running))
+        m.requests_awaiting_text.set(len(self.scheduler.awaiting_text))
         m.requests_waiting.set(len(self.scheduler.waiting))
 

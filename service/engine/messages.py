@@ -7,22 +7,37 @@ of them only puts a message here, so no lock guards request state and no thread 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from service.engine.sequence import Sequence
+
+if TYPE_CHECKING:
+    from service.engine.audio_output import PcmSink
 
 
 @dataclass(frozen=True)
 class Add:
     """A new request and the sink its audio goes to."""
     seq: Sequence
-    sink: Any  # codec_output.PcmSink
+    sink: PcmSink
 
 
 @dataclass(frozen=True)
 class Abort:
     """The caller stopped reading (the client left, or the reply was cut off)."""
     seq_id: int
+
+
+@dataclass(frozen=True)
+class FeedText:
+    """More of a streaming request's text track: rows [n, H], the frame cap its text now allows, and whether the
+    text is complete (its last row is then tts_eos)."""
+    seq_id: int
+    rows: np.ndarray
+    frame_cap: int
+    close: bool
 
 
 @dataclass(frozen=True)
@@ -43,4 +58,4 @@ class Stop:
     """Abort everything still running and leave the loop."""
 
 
-Message = Add | Abort | Promote | CodecFailed | Stop
+Message = Add | Abort | FeedText | Promote | CodecFailed | Stop

@@ -51,6 +51,11 @@ class Scheduler:
         self.requests: dict[int, Sequence] = {}  # every live (waiting or running) request by id
         self._preempted: list[Sequence] = []
 
+    @property
+    def awaiting_text(self) -> list[Sequence]:
+        """Running requests whose next frame waits for text (streaming input): they hold blocks but run no step."""
+        return [seq for seq in self.running if seq.awaiting_text]
+
     def has_work(self) -> bool:
         return bool(self.running or self.waiting)
 
@@ -90,9 +95,11 @@ class Scheduler:
         for seq in list(self.running):
             if seq.status is not SequenceStatus.RUNNING:
                 continue  # preempted earlier in this loop for an older request
-            num_new = min(seq.num_uncomputed, budget)
+            num_new = self._chunk(seq, budget)
+            if num_new == 0:
+                continue  # awaiting text: it keeps its blocks and its place, and takes no budget
             while self.blocks.allocate(seq, seq.num_computed + num_new) is None:
-                victim = self.running[-1]
+                victim = self._victim(entries)
                 self._preempt(victim)
                 if victim is seq:
                     break
@@ -101,14 +108,16 @@ class Scheduler:
                 budget -= num_new
         if not self._preempted and (self.policy is Policy.CONTINUOUS or not self.running):
             while self.waiting and len(self.running) < self.max_running and budget > 0:
-                seq = self._next_waiting()
-                num_new = min(seq.num_uncomputed, budget)
-                if self.blocks.allocate(seq, num_new) is None:
+                admit = self._next_waiting()
+                if admit is None:
+                    break  # every waiting request awaits text
+                num_new = self._chunk(admit, budget)
+                if self.blocks.allocate(admit, num_new) is None:
                     break  # later arrivals wait behind it: admission stays in arrival order
-                self.waiting.remove(seq)
-                seq.status = SequenceStatus.RUNNING
-                self.running.append(seq)
-                entries.append(self._entry(seq, num_new))
+                self.waiting.remove(admit)
+                admit.status = SequenceStatus.RUNNING
+                self.running.append(admit)
+                entries.append(self._entry(admit, num_new))
                 budget -= num_new
         return entries
 
@@ -127,7 +136,7 @@ class Scheduler:
             codes = output.codes[i].astype(np.int32)  # a copy: the runner reuses its output buffers
             seq.append_frame(codes, output.next_embeds[i])
             result.new_frames.append((seq, codes))
-            if len(seq.frames) == seq.frame_cap:
+            if len(seq.frames) >= seq.frame_cap:
                 self._retire(seq, FinishReason.FRAME_CAP)
                 result.finished.append(seq)
         return result
@@ -137,9 +146,28 @@ class Scheduler:
         if seq_id in self.requests:
             self.requests[seq_id].deferred = False
 
-    def _next_waiting(self) -> Sequence:
-        """The oldest waiting request that is needed now, else the oldest deferred one."""
-        return next((seq for seq in self.waiting if not seq.deferred), self.waiting[0])
+    def _next_waiting(self) -> Sequence | None:
+        """The oldest waiting request that is needed now, else the oldest deferred one; of those that can compute
+        a row (a preempted request awaiting text, with one row left, cannot)."""
+        ready = [seq for seq in self.waiting if self._chunk(seq, 1)]
+        return next((seq for seq in ready if not seq.deferred), ready[0] if ready else None)
+
+    @staticmethod
+    def _chunk(seq: Sequence, budget: int) -> int:
+        """Rows of `seq` this step can compute: up to the budget, and short of its last row while that row's frame
+        would need text that has not come (the row that emits a frame needs the text row of the next input)."""
+        num_new = min(seq.num_uncomputed, budget)
+        if seq.awaiting_text and num_new == seq.num_uncomputed:
+            num_new -= 1
+        return num_new
+
+    def _victim(self, entries: list[ScheduledEntry]) -> Sequence:
+        """Whom to preempt when blocks run out: the newest request awaiting text that has no entry this step (it
+        runs no step now, and its text may be long in coming), else the newest running request (never scheduled
+        yet this step: running requests are scheduled oldest first)."""
+        scheduled = {entry.seq.id for entry in entries}
+        return next((seq for seq in reversed(self.running) if seq.awaiting_text and seq.id not in scheduled),
+                    self.running[-1])
 
     def _make_room_for_urgent(self) -> None:
         """A full batch gives up its newest deferred request when a needed one waits (recomputed later)."""
@@ -170,6 +198,9 @@ class Scheduler:
             raise IntegrityError("a running request has cached rows outside its blocks")
         if any(s.num_uncomputed > 1 for s in self.running[:-1]):
             raise IntegrityError("a running request other than the newest is mid-prefill")
+        if any(s.num_uncomputed < 1 for s in self.running):
+            # Each frame appends its next input row; a request awaiting text holds back exactly that row.
+            raise IntegrityError("a running request has no row left to compute")
         if any(s.num_computed or s.status is not SequenceStatus.WAITING for s in self.waiting):
             raise IntegrityError("a waiting request has cached rows or is not marked waiting")
         if len(self.running) + len(self.waiting) != len(self.requests):

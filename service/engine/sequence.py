@@ -75,6 +75,9 @@ class Sequence:
         self.language: str | None = None
         self.language_detected = False
         self.trailing_text = np.asarray(trailing_text, dtype=np.float32)
+        # Streaming text input: more text rows may still come (feed_text); until they do, a request whose next
+        # frame needs one is awaiting text. Closed, every later frame takes pad_text.
+        self.text_open = False
         self.pad_text = np.asarray(pad_text, dtype=np.float32)
         self.frame_cap = frame_cap
         self.sampling = sampling
@@ -101,6 +104,20 @@ class Sequence:
     def max_rows(self) -> int:
         """Rows whose KV is cached when the last allowed frame is emitted: the most blocks this request can hold."""
         return self.num_prompt_rows + self.frame_cap - 1
+
+    @property
+    def awaiting_text(self) -> bool:
+        """The next frame's input needs a text row that has not arrived: no step can emit for it until one does."""
+        return self.text_open and len(self.frames) >= len(self.trailing_text)
+
+    def feed_text(self, rows: np.ndarray, close: bool) -> None:
+        """More of the text track (streaming input); `close`: it is all there (`rows` then ends with tts_eos)."""
+        if not self.text_open:
+            raise ValueError(f"request {self.id}: its text is already complete")
+        rows = np.asarray(rows, dtype=np.float32).reshape(-1, self.pad_text.shape[0])
+        if len(rows):
+            self.trailing_text = np.concatenate([self.trailing_text, rows])
+        self.text_open = not close
 
     @property
     def is_finished(self) -> bool:

@@ -168,6 +168,14 @@ class PromptBuilder:
             codec.append(speaker_id)
         return codec + [ids["pad"], ids["bos"]]
 
+    def text_rows(self, text: str) -> np.ndarray:
+        """Text-track rows [n, H] of more text, tokenised on its own: a streamed text's later pieces. Not
+        thread-safe (the compiled text graph is shared): the caller serialises."""
+        ids = self._encode(text)
+        if not ids:
+            return np.zeros((0, self._codec_embedding.shape[1]), np.float32)
+        return self._text_embeds(ids)
+
     def _ref_ids(self, ref_text: str) -> list[int]:
         """The transcript's tokens as the reference takes them: "<|im_start|>assistant\\n{ref_text}<|im_end|>\\n"
         without its first 3 and last 2 tokens."""

@@ -14,6 +14,7 @@ from typing import Any
 from wyoming.tts import SynthesizeVoice
 
 from service.wyoming.speech_engine import SpeechEngine
+from service.wyoming.utterances import Utterance
 
 # Sentences of one reply generating at once: the one being sent and the next. More would let one long read-out take
 # batch places that other rooms need, for audio nobody hears yet.
@@ -22,7 +23,7 @@ LOOKAHEAD = 2
 _END = None
 
 
-async def sentence_audio(engine: SpeechEngine, sentences: AsyncIterator[str], voice: SynthesizeVoice,
+async def sentence_audio(engine: SpeechEngine, sentences: AsyncIterator[str | Utterance], voice: SynthesizeVoice,
                          lookahead: int = LOOKAHEAD, about: dict | None = None) -> AsyncGenerator[bytes, None]:
     """PCM of every sentence in order. An error (of the text or of a sentence) is raised where it occurs in the
     order, so the audio before it is still delivered. Closing the iterator aborts every sentence still running.
@@ -31,7 +32,7 @@ async def sentence_audio(engine: SpeechEngine, sentences: AsyncIterator[str], vo
     streams: asyncio.Queue = asyncio.Queue()  # one queue of PCM per sentence, in order; then _END or an error
     tasks: list[asyncio.Task] = []
 
-    async def generate(sentence: str, out: asyncio.Queue, needed: asyncio.Event) -> None:
+    async def generate(sentence: str | Utterance, out: asyncio.Queue, needed: asyncio.Event) -> None:
         try:
             chunks = engine.synthesize(sentence, voice=voice.name, speaker=voice.speaker, language=voice.language,
                                        needed=needed, about=about)

@@ -55,9 +55,13 @@ class StreamingSentences:
         self._tail = ""  # the end of the text added so far (with the spaces `_unjoin` put in)
 
     def add(self, text: str) -> list[str]:
+        return self.add_text(text)[1]
+
+    def add_text(self, text: str) -> tuple[str, list[str]]:
+        """`add`, also returning the text as it was split: with a space put into each joined sentence end."""
         text = self._unjoin(text)
         self._tail = (self._tail + text)[-_TAIL:]
-        return self._settle(self._detector.add_chunk(text))
+        return text, self._settle(self._detector.add_chunk(text))
 
     @property
     def hold(self) -> float | None:

@@ -62,6 +62,7 @@ from service.wyoming.reply_log import ReplyLog
 from service.wyoming.sentence_audio import sentence_audio
 from service.wyoming.sentences import StreamingSentences
 from service.wyoming.speech_engine import SpeechEngine, Voice
+from service.wyoming.utterances import OpenText, Utterance
 
 _LOG = logging.getLogger(__name__)
 
@@ -133,16 +134,22 @@ class Reply:
 
     A stream's sentence is handed out once its end has arrived, without waiting for the next one to begin: when the
     client pauses (Home Assistant runs a tool), the text that ends like a sentence is taken after the splitter's grace
-    (`StreamingSentences.hold`) has passed with no new text."""
+    (`StreamingSentences.hold`) has passed with no new text.
 
-    def __init__(self, voice: SynthesizeVoice | None, streaming: bool, max_text_length: int):
+    With `stream_input`, a stream is handed out as utterances instead (wyoming/utterances.py): each an async
+    iterator of text pieces, handed out once its first words have come and fed to one request while it speaks; the
+    same pause after a sentence end closes it."""
+
+    def __init__(self, voice: SynthesizeVoice | None, streaming: bool, max_text_length: int,
+                 stream_input: bool = False):
         self.voice = voice
         self.streaming = streaming
+        self._open = OpenText() if streaming and stream_input else None
         self._max_text_length = max_text_length
         self._length = 0
         self.text_since: float | None = None  # when the first text arrived
         self._splitter = StreamingSentences()
-        self._sentences: deque[str] = deque()
+        self._sentences: deque[str | Utterance] = deque()
         self._pending_until: float | None = None  # when the held text is taken as a sentence, if it ends like one
         self._complete = False
         self._error: ReplyError | None = None
@@ -157,7 +164,10 @@ class Reply:
         if self._length > self._max_text_length:  # checked before splitting: no regex over a huge text
             self.fail(InvalidText(f"the text is longer than {self._max_text_length} characters"))
             return
-        self._sentences.extend(self._splitter.add(text))
+        if self._open is None:
+            self._sentences.extend(self._splitter.add(text))
+        elif started := self._open.add(self._splitter.add_text(text)[0]):
+            self._sentences.append(started)
         # Every chunk restarts the grace: it is a pause in the text, not the age of the sentence, that ends it.
         hold = self._splitter.hold
         self._pending_until = None if hold is None else time.monotonic() + hold
@@ -169,7 +179,10 @@ class Reply:
 
     def finish(self) -> None:
         """The client has sent all the text."""
-        if self._error is None and (rest := self._splitter.finish()):
+        if self._open is not None:
+            if self._error is None and (started := self._open.end_utterance()):
+                self._sentences.append(started)
+        elif self._error is None and (rest := self._splitter.finish()):
             self._sentences.append(rest)
         self._pending_until = None
         self._complete = True
@@ -180,11 +193,14 @@ class Reply:
         if self._error is None:
             self._error = error
             self._sentences.clear()
+            if self._open is not None:
+                self._open.fail(error)
             self._pending_until = None
             self._changed.set()
 
-    async def sentences(self) -> AsyncIterator[str]:
-        """Complete sentences in order until the text is complete; raises the reply's error when it fails."""
+    async def sentences(self) -> AsyncIterator[str | Utterance]:
+        """Complete sentences (or utterances) in order until the text is complete; raises the reply's error when
+        it fails."""
         while True:
             if self._error is not None:
                 raise self._error
@@ -196,7 +212,11 @@ class Reply:
                 await self._wait(timeout=grace)
             elif self._pending_until is not None:  # the text paused after a sentence's end: speak it now
                 self._pending_until = None
-                self._sentences.extend(self._splitter.flush_pending())
+                held = self._splitter.flush_pending()
+                if self._open is None:
+                    self._sentences.extend(held)
+                elif started := self._open.end_utterance():
+                    self._sentences.append(started)
             else:
                 await self._wait()
 
@@ -511,7 +531,8 @@ class ChorusHandler(AsyncEventHandler):
             voice, error = None, malformed
         if self._unspoken() >= limit:
             voice, error = None, QueueFull(f"{limit} replies are waiting on this connection already")
-        reply = Reply(voice, streaming, self._server.max_text_length)
+        reply = Reply(voice, streaming, self._server.max_text_length,
+                      stream_input=self._server.limits.streaming_input)
         if error is not None:
             reply.fail(error)
         self._replies.put_nowait(reply)

@@ -3,7 +3,7 @@ the engine, so a test can serve from anything that speaks it."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterable, Sequence
 from typing import Protocol
 
 
@@ -20,7 +20,7 @@ class SpeechEngine(Protocol):
     sample_rate: int
 
     def synthesize(
-        self, text: str, voice: str | None = None, speaker: str | None = None, language: str | None = None,
-        seed: int | None = None, codes_out: list | None = None, needed: asyncio.Event | None = None,
-        about: dict | None = None,
+        self, text: str | AsyncIterable[str], voice: str | None = None, speaker: str | None = None,
+        language: str | None = None, seed: int | None = None, codes_out: list | None = None,
+        needed: asyncio.Event | None = None, about: dict | None = None,
     ) -> AsyncGenerator[bytes, None]: ...
