@@ -1,0 +1,339 @@
+"""Workloads for scripts/bench.py: deterministic English texts, Wyoming clients over TCP, and the scenarios (a burst of
+N rooms, Poisson arrivals, one short announcement against rooms that read long texts).
+
+Every client talks to the server with the real `wyoming` library (AsyncTcpClient), one connection per request as Home
+Assistant does. Every wait is bounded by a timeout; a failed request is recorded (its error kept), never raised.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from wyoming.audio import AudioChunk, AudioStart
+from wyoming.client import AsyncTcpClient
+from wyoming.error import Error
+from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
+
+HOST = "127.0.0.1"
+
+# ---- texts ----------------------------------------------------------------------------------------------------------
+
+# Plain words only: no digits or abbreviations, so the server's normaliser leaves the word count alone (a random
+# model's reply ends after engine.benchmark_frames_per_word frames per word) and the language detector says English.
+_WORDS = (
+    "the kitchen lights are on and the garden door is still open while a gentle rain falls over the quiet street "
+    "your coffee will be ready soon please remember to take an umbrella because the evening looks cold and windy "
+    "someone rang the front bell this morning the washing machine has finished its long cycle and the bedroom "
+    "window should be closed before night the living room feels warm the heating will switch off after dinner "
+    "tomorrow brings sunshine with light clouds in the afternoon and a mild breeze from the west across the hills "
+    "there is a parcel waiting at the neighbour house the dog needs a walk the music in the office is too loud"
+).split()
+
+KINDS = ("announce", "assistant", "readout")
+# Words per text, and per sentence, of each kind.
+_LENGTHS = {"announce": ((5, 15), (5, 15)), "assistant": ((30, 60), (8, 16)), "readout": ((200, 230), (10, 18))}
+
+
+def sentence(rng: random.Random, words: int) -> str:
+    chosen = [rng.choice(_WORDS) for _ in range(words)]
+    return " ".join([chosen[0].capitalize(), *chosen[1:]]) + "."
+
+
+def make_text(kind: str, rng: random.Random, min_words: int | None = None) -> str:
+    """A text of `kind`: announcements 5-15 words (one sentence), assistant replies 30-60 words, read-outs 200+."""
+    (low, high), (s_low, s_high) = _LENGTHS[kind]
+    total = rng.randint(max(low, min_words or 0), max(high, min_words or 0))
+    sentences, left = [], total
+    while left > 0:
+        n = min(left, rng.randint(s_low, s_high))
+        if 0 < left - n < s_low:  # no runt sentence at the end
+            n = left
+        sentences.append(sentence(rng, n))
+        left -= n
+    return " ".join(sentences)
+
+
+def word_count(text: str) -> int:
+    return len(text.split())
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One request: what a room says and how it sends it."""
+    kind: str
+    mode: str  # "stream" (synthesize-start / chunks / stop) or "oneshot" (synthesize)
+    text: str
+    arrival_s: float = 0.0  # after the scenario's start
+    room: int = 0
+
+
+def mode_for(kind: str, policy: str) -> str:
+    """`ha`: as Home Assistant sends them: an assistant's reply is streamed from the LLM, the rest are one-shot."""
+    if policy in ("stream", "oneshot"):
+        return policy
+    return "stream" if kind == "assistant" else "oneshot"
+
+
+# The mixed burst: which kind the i-th room speaks (so N rooms always hold the same mix, read-outs from 8 rooms on).
+MIX_CYCLE = ("assistant", "announce", "announce", "assistant", "announce", "assistant", "announce", "readout")
+
+
+def burst_specs(rooms: int, seed: int, mode_policy: str, readout_words: int) -> list[Spec]:
+    rng = random.Random(seed * 1000 + rooms)
+    specs = []
+    for room in range(rooms):
+        kind = MIX_CYCLE[room % len(MIX_CYCLE)]
+        specs.append(Spec(kind, mode_for(kind, mode_policy), make_text(kind, rng, readout_words if kind == "readout"
+                                                                          else None), 0.0, room))
+    return specs
+
+
+def poisson_specs(count: int, rate: float, weights: dict[str, float], seed: int, mode_policy: str,
+                  readout_words: int) -> list[Spec]:
+    """`count` requests with exponential gaps of mean 1/rate; kinds drawn by `weights` (at least one of each kind with
+    a weight, so a short run still holds the mix)."""
+    rng = random.Random(seed)
+    kinds = [k for k in KINDS if weights.get(k, 0) > 0]
+    drawn = kinds + rng.choices(kinds, [weights[k] for k in kinds], k=max(0, count - len(kinds)))
+    rng.shuffle(drawn)
+    t, specs = 0.0, []
+    for i, kind in enumerate(drawn[:count]):
+        specs.append(Spec(kind, mode_for(kind, mode_policy),
+                          make_text(kind, rng, readout_words if kind == "readout" else None), round(t, 3), i))
+        t += rng.expovariate(rate)
+    return specs
+
+
+# ---- one request -----------------------------------------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    kind: str
+    mode: str
+    room: int
+    words: int
+    start_s: float  # since the scenario began: when the first text was sent
+    ttfa_s: float | None = None  # first audio chunk after start
+    end_s: float | None = None
+    audio_s: float = 0.0
+    error: str | None = None
+    cut: bool = False  # stopped by the benchmark before its end (a read-out that outlived the others, a probe)
+
+    @property
+    def complete(self) -> bool:
+        return self.error is None and not self.cut and self.end_s is not None
+
+    @property
+    def rtf(self) -> float | None:
+        """Generation wall time / seconds of audio (a cut request: over the part it ran)."""
+        if self.end_s is None or self.audio_s <= 0 or self.error is not None:
+            return None
+        return (self.end_s - self.start_s) / self.audio_s
+
+
+async def request(port: int, spec: Spec, began: float, outcome: Outcome, timeout: float, delta_chars: int,
+                  delta_s: float, hang_up_after_first: bool = False,
+                  first_audio: asyncio.Event | None = None) -> Outcome:
+    """One reply on its own connection, recorded into `outcome` as it goes (a cancelled request keeps what it got)."""
+    streaming = spec.mode == "stream"
+    done_type = "synthesize-stopped" if streaming else "audio-stop"
+    bytes_per_s = 0
+    sender = None
+    try:
+        async with asyncio.timeout(timeout), AsyncTcpClient(HOST, port) as client:
+            outcome.start_s = time.monotonic() - began
+            if streaming:
+                await client.write_event(SynthesizeStart().event())
+                sender = asyncio.create_task(_send_deltas(client, spec.text, delta_chars, delta_s))
+            else:
+                await client.write_event(Synthesize(spec.text).event())
+            while (event := await client.read_event()) is not None:
+                if AudioStart.is_type(event.type):
+                    start = AudioStart.from_event(event)
+                    bytes_per_s = start.rate * start.width * start.channels
+                elif AudioChunk.is_type(event.type):
+                    if outcome.ttfa_s is None:
+                        outcome.ttfa_s = time.monotonic() - began - outcome.start_s
+                        if first_audio is not None:
+                            first_audio.set()
+                    if bytes_per_s:
+                        outcome.audio_s += len(event.payload or b"") / bytes_per_s
+                    if hang_up_after_first:
+                        outcome.cut = True
+                        break
+                elif Error.is_type(event.type):
+                    outcome.error = outcome.error or Error.from_event(event).code or "error"
+                elif event.type == done_type:
+                    break
+            else:
+                outcome.error = outcome.error or "the server closed the connection"
+    except asyncio.CancelledError:
+        outcome.cut = True
+        raise
+    except (OSError, TimeoutError, asyncio.IncompleteReadError) as failure:
+        outcome.error = outcome.error or f"{type(failure).__name__}: {failure}"
+    finally:
+        outcome.end_s = time.monotonic() - began
+        if sender is not None:
+            sender.cancel()
+    return outcome
+
+
+async def _send_deltas(client: AsyncTcpClient, text: str, delta_chars: int, delta_s: float) -> None:
+    """Small deltas split mid-word with a pause between them, as an LLM streams them through Home Assistant; then its
+    compatibility copy of the whole text (ignored inside a stream) and the stop."""
+    for i in range(0, len(text), delta_chars):
+        await client.write_event(SynthesizeChunk(text[i:i + delta_chars]).event())
+        await asyncio.sleep(delta_s)
+    await client.write_event(Synthesize(text).event())
+    await client.write_event(SynthesizeStop().event())
+
+
+# ---- scenarios -------------------------------------------------------------------------------------------------------
+
+@dataclass
+class ClientSettings:
+    timeout: float  # per request
+    delta_chars: int = 7
+    delta_s: float = 0.02
+    cut_readouts: bool = True  # stop read-outs once every other request has finished
+
+
+@dataclass
+class Scenario:
+    name: str
+    outcomes: list[Outcome] = field(default_factory=list)
+    wall_s: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "wall_s": self.wall_s, "extra": self.extra,
+                "outcomes": [{**asdict(o), "rtf": o.rtf} for o in self.outcomes]}
+
+
+def _outcome(spec: Spec, began: float) -> Outcome:
+    return Outcome(spec.kind, spec.mode, spec.room, word_count(spec.text), time.monotonic() - began)
+
+
+async def run_specs(name: str, port: int, specs: list[Spec], client: ClientSettings) -> Scenario:
+    """Each request starts at its arrival time. Read-outs still running when all the others have ended are cut (with
+    cut_readouts): they have loaded the batch all along, and running them to their end would take minutes per run."""
+    began = time.monotonic()
+    scenario = Scenario(name)
+
+    async def arrive(spec: Spec, outcome: Outcome) -> None:
+        await asyncio.sleep(max(0.0, spec.arrival_s - (time.monotonic() - began)))
+        await request(port, spec, began, outcome, client.timeout, client.delta_chars, client.delta_s)
+
+    tasks = []
+    for spec in specs:
+        outcome = _outcome(spec, began)
+        scenario.outcomes.append(outcome)
+        tasks.append((spec, asyncio.create_task(arrive(spec, outcome))))
+    finite = [t for s, t in tasks if not (client.cut_readouts and s.kind == "readout")]
+    long_ones = [t for s, t in tasks if client.cut_readouts and s.kind == "readout"]
+    limit = client.timeout + max((s.arrival_s for s in specs), default=0.0) + 5
+    if finite:
+        await asyncio.wait(finite, timeout=limit)
+    else:
+        await asyncio.wait(long_ones, timeout=limit)
+    for task in [t for _, t in tasks if not t.done()]:
+        task.cancel()
+    await asyncio.gather(*(t for _, t in tasks), return_exceptions=True)
+    scenario.wall_s = time.monotonic() - began
+    return scenario
+
+
+async def contention(port: int, readers: int, probes: int, seed: int, readout_words: int,
+                     client: ClientSettings) -> Scenario:
+    """A short announcement's time to first audio alone (`probes` times, one after another), then again while
+    `readers` rooms read long texts: the probes start once every reader has heard its first audio (all of them are in
+    the batch, decoding). Each probe hangs up at its first audio chunk (only that is measured); the readers are cut
+    after the last probe."""
+    rng = random.Random(seed)
+    probe_texts = [make_text("announce", rng) for _ in range(probes)]
+    began = time.monotonic()
+    scenario = Scenario("contention", extra={"readers": readers})
+
+    async def probe_round(label: str) -> list[Outcome]:
+        done = []
+        for text in probe_texts:
+            spec = Spec("announce", "oneshot", text, room=-1)
+            outcome = _outcome(spec, began)
+            outcome.kind = f"announce ({label})"
+            await request(port, spec, began, outcome, client.timeout, client.delta_chars, client.delta_s,
+                          hang_up_after_first=True)
+            done.append(outcome)
+        return done
+
+    scenario.outcomes += await probe_round("alone")
+    heard = [asyncio.Event() for _ in range(readers)]
+    reader_tasks = []
+    for n in range(readers):
+        spec = Spec("readout", "oneshot", make_text("readout", rng, readout_words), room=n)
+        outcome = _outcome(spec, began)
+        scenario.outcomes.append(outcome)
+        reader_tasks.append(asyncio.create_task(request(port, spec, began, outcome, client.timeout,
+                                                        client.delta_chars, client.delta_s, first_audio=heard[n])))
+    try:
+        waits = [asyncio.create_task(e.wait()) for e in heard]
+        _, pending = await asyncio.wait(waits, timeout=client.timeout)
+        for task in pending:
+            task.cancel()
+        scenario.extra["readers_heard"] = sum(e.is_set() for e in heard)
+        scenario.outcomes += await probe_round(f"{readers} reading")
+    finally:
+        for task in reader_tasks:
+            task.cancel()
+        await asyncio.gather(*reader_tasks, return_exceptions=True)
+    scenario.wall_s = time.monotonic() - began
+    return scenario
+
+
+# ---- summaries -------------------------------------------------------------------------------------------------------
+
+def percentile(values: list[float], q: float) -> float | None:
+    return float(np.percentile(values, q)) if values else None
+
+
+def summarise(scenario: Scenario, keep: Callable[[Outcome], bool] = lambda o: True) -> dict:
+    """Time to first audio p50/p95/p99, per-request RTF (complete requests; cut ones apart), aggregate audio seconds
+    per wall second (first start to last end), errors."""
+    chosen = [o for o in scenario.outcomes if keep(o)]
+    firsts = [o.ttfa_s for o in chosen if o.ttfa_s is not None and o.error is None]
+    rtfs = [o.rtf for o in chosen if o.complete and o.rtf is not None]
+    partial = [o.rtf for o in chosen if o.cut and o.rtf is not None]
+    ends = [o.end_s for o in chosen if o.end_s is not None]
+    span = (max(ends) - min(o.start_s for o in chosen)) if ends else 0.0
+    audio = sum(o.audio_s for o in chosen if o.error is None)
+    return {
+        "requests": len(chosen),
+        "errors": sum(o.error is not None for o in chosen),
+        "cut": sum(o.cut for o in chosen),
+        "ttfa_p50_s": percentile(firsts, 50),
+        "ttfa_p95_s": percentile(firsts, 95),
+        "ttfa_p99_s": percentile(firsts, 99),
+        "rtf_p50": percentile(rtfs, 50),
+        "rtf_max": max(rtfs) if rtfs else None,
+        "rtf_partial_p50": percentile(partial, 50),
+        "audio_s": audio,
+        "span_s": span,
+        "audio_s_per_wall_s": audio / span if span > 0 else None,
+        "rtfs": rtfs,
+    }
+
+
+async def sample_metrics(scrape: Callable, every: float, into: dict, stop: asyncio.Event) -> None:
+    """Peak KV blocks used and peak running/waiting sentences while a scenario runs (the gauges are instantaneous)."""
+    while not stop.is_set():
+        with contextlib.suppress(OSError, TimeoutError, RuntimeError, ValueError, IndexError):
+            values = await scrape()
+            for key in ("chorus_kv_blocks_used", "chorus_requests_running", "chorus_requests_waiting"):
+                into[key] = max(into.get(key, 0.0), values.get(key, 0.0))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), every)
