@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -76,6 +77,7 @@ from typing import Any
 TEXT_BEFORE_TOOL = "Let me check the weather for you."
 TEXT_AFTER_TOOL = "It is sunny and 21 degrees."
 GERMAN = "Es sind 21,5 °C im Wohnzimmer, um 7:30 Uhr."
+GERMAN_BEFORE_TOOL = "Ich schaue nach dem Wetter."  # a German LLM's text before its tool call; GERMAN after it
 # A Voice PE asks for its announcement format (ESPHome's media player formats); a browser gets HA's default, MP3.
 VOICE_PE_FORMAT = {"preferred_format": "flac", "preferred_sample_rate": 48000, "preferred_sample_channels": 1,
                    "preferred_sample_bytes": 2}
@@ -437,8 +439,9 @@ class FakeLLMAgent(conversation.ConversationEntity):
     _attr_supports_streaming = True
     _attr_supported_features = conversation.ConversationEntityFeature.CONTROL
 
-    def __init__(self, api: WeatherAPI, marks: dict):
+    def __init__(self, api: WeatherAPI, marks: dict, texts: tuple[str, str] = (TEXT_BEFORE_TOOL, TEXT_AFTER_TOOL)):
         self.api, self.marks = api, marks
+        self.texts = texts  # before the tool call, after it
 
     @property
     def supported_languages(self) -> str:
@@ -450,7 +453,7 @@ class FakeLLMAgent(conversation.ConversationEntity):
 
         async def first_round():
             yield {"role": "assistant"}
-            for i, delta in enumerate(_deltas(TEXT_BEFORE_TOOL)):
+            for i, delta in enumerate(_deltas(self.texts[0])):
                 if i == 0:
                     self.marks["text1"] = now()
                 yield {"content": delta}
@@ -459,7 +462,7 @@ class FakeLLMAgent(conversation.ConversationEntity):
 
         async def second_round():
             yield {"role": "assistant"}
-            for i, delta in enumerate(_deltas(TEXT_AFTER_TOOL)):
+            for i, delta in enumerate(_deltas(self.texts[1])):
                 if i == 0:
                     self.marks["text2"] = now()
                 yield {"content": delta}
@@ -471,7 +474,7 @@ class FakeLLMAgent(conversation.ConversationEntity):
             if not chat_log.unresponded_tool_results:
                 break
         response = intent.IntentResponse(language=user_input.language)
-        response.async_set_speech(TEXT_AFTER_TOOL)
+        response.async_set_speech(self.texts[1])
         return conversation.ConversationResult(response=response, conversation_id=chat_log.conversation_id)
 
 
@@ -552,7 +555,30 @@ def _wire_summary(conn: TapConnection, t0: float) -> dict:
     summary["server_audio_chunks"] = len(chunks)
     summary["server_end"] = [f"{at(e)} {e.type}" for e in conn.events
                              if e.direction == "server>ha" and e.type in ("audio-stop", "synthesize-stopped", "error")]
+    summary["server_audio_bursts"] = _audio_bursts(conn, t0)
     return summary
+
+
+def _audio_seconds(conn: TapConnection, chunks: list[WireEvent]) -> float:
+    """The seconds of audio in `chunks` (the format of the connection's audio-start)."""
+    start = conn.received("audio-start")
+    if not start:
+        return 0.0
+    fmt = start[0].data
+    bytes_per_second = fmt.get("rate", 24000) * fmt.get("width", 2) * fmt.get("channels", 1)
+    return sum(e.payload for e in chunks) / bytes_per_second
+
+
+def _audio_bursts(conn: TapConnection, t0: float, gap: float = 0.3) -> list[str]:
+    """The server's audio-chunks as runs with no gap longer than `gap` s: "first..last: N chunks, S s of audio"."""
+    bursts: list[list[WireEvent]] = []
+    for e in conn.received("audio-chunk"):
+        if bursts and e.t - bursts[-1][-1].t <= gap:
+            bursts[-1].append(e)
+        else:
+            bursts.append([e])
+    return [f"{b[0].t - t0:.3f}..{b[-1].t - t0:.3f}: {len(b)} chunks, {_audio_seconds(conn, b):.2f} s of audio"
+            for b in bursts]
 
 
 def _no_language_sent(conn: TapConnection) -> bool:
@@ -637,11 +663,15 @@ async def test_tool_call_pause_pipeline(ha: HA, fmt: str) -> None:
     its audio as the wyoming entity makes it (wav) or as a Voice PE asks for it (flac 48 kHz, through ffmpeg)."""
     if fmt != "wav":
         _needs_ffmpeg(ha)
-    hass = ha.hass
     marks: dict[str, float] = {}
-    tool = WeatherTool(ha.pause, marks)
-    agent = FakeLLMAgent(WeatherAPI(hass, tool), marks)
+    agent = FakeLLMAgent(WeatherAPI(ha.hass, WeatherTool(ha.pause, marks)), marks)
+    async with _fake_llm(ha.hass, agent):
+        await _tool_call_pause_pipeline(ha, agent, marks, WAV_AS_IS if fmt == "wav" else VOICE_PE_FORMAT)
 
+
+@contextlib.asynccontextmanager
+async def _fake_llm(hass: HomeAssistant, agent: FakeLLMAgent):
+    """The fake LLM's integration set up with `agent` as its conversation entity."""
     async def setup_entry(hass: HomeAssistant, entry: ConfigEntry) -> bool:
         await hass.config_entries.async_forward_entry_setups(entry, [Platform.CONVERSATION])
         return True
@@ -661,18 +691,21 @@ async def test_tool_call_pause_pipeline(ha: HA, fmt: str) -> None:
         assert await hass.config_entries.async_setup(llm_entry.entry_id)
         await hass.async_block_till_done()
         try:
-            await _tool_call_pause_pipeline(ha, agent, marks, WAV_AS_IS if fmt == "wav" else VOICE_PE_FORMAT)
+            yield
         finally:
             await hass.config_entries.async_unload(llm_entry.entry_id)
 
 
-async def _tool_call_pause_pipeline(ha: HA, agent: FakeLLMAgent, marks: dict, audio_output: dict) -> None:
+async def _llm_pipeline(ha: HA, agent: FakeLLMAgent, marks: dict, audio_output: dict, language: str = "en"
+                        ) -> tuple[list[assist_pipeline.PipelineEvent], Received, TapConnection, str | None]:
+    """A pipeline run (intent -> tts) of `agent` in `language`: its events, what HA streamed out, the synthesis
+    connection and the server's log line for it."""
     hass = ha.hass
     fmt = audio_output["preferred_format"]
     store = hass.data[KEY_ASSIST_PIPELINE].pipeline_store
     pipeline = await store.async_create_item({
-        "name": "LLM", "language": "en", "conversation_engine": agent.entity_id, "conversation_language": "*",
-        "stt_engine": None, "stt_language": None, "tts_engine": ha.tts_entity, "tts_language": "en",
+        "name": "LLM", "language": language, "conversation_engine": agent.entity_id, "conversation_language": "*",
+        "stt_engine": None, "stt_language": None, "tts_engine": ha.tts_entity, "tts_language": language,
         "tts_voice": None, "wake_word_entity": None, "wake_word_id": None,
     })
 
@@ -700,9 +733,13 @@ async def _tool_call_pause_pipeline(ha: HA, agent: FakeLLMAgent, marks: dict, au
         await pipeline_input.execute()
     assert consumers, f"HA never started streaming TTS; events: {[e.type for e in events]}"
     await asyncio.wait_for(consumers[0], timeout=ha.pause + 120)
-    got = received[0]
     conn = await _one_synthesis(ha, before)
-    log_line = await server_log_line(ha.log_path, conn.server_side_port)
+    return events, received[0], conn, await server_log_line(ha.log_path, conn.server_side_port)
+
+
+async def _tool_call_pause_pipeline(ha: HA, agent: FakeLLMAgent, marks: dict, audio_output: dict) -> None:
+    fmt = audio_output["preferred_format"]
+    events, got, conn, log_line = await _llm_pipeline(ha, agent, marks, audio_output)
     run_start = next(e for e in events if e.type == assist_pipeline.PipelineEventType.RUN_START)
     t0 = marks["text1"]
     extra = {
@@ -770,3 +807,24 @@ async def test_german_pipeline(ha: HA) -> None:
     got = Received(fmt)
     await asyncio.wait_for(got.consume(stream), timeout=120)
     await _german_check(ha, f"German, assist_pipeline language de, no voice, {fmt}", before, got, t0, None)
+
+
+async def test_german_tool_call_pipeline(ha: HA) -> None:
+    """A German pipeline whose streaming LLM agent answers around a tool call, as HA streams it: the text before the
+    tool in one chunk, the text after it delta by delta (glued on). With streaming input the text after the tool
+    starts a request of its own, so its language must be told again (from its first words)."""
+    marks: dict[str, float] = {}
+    agent = FakeLLMAgent(WeatherAPI(ha.hass, WeatherTool(ha.pause, marks)), marks, texts=(GERMAN_BEFORE_TOOL, GERMAN))
+    async with _fake_llm(ha.hass, agent):
+        _events, got, conn, log_line = await _llm_pipeline(ha, agent, marks, WAV_AS_IS, language="de")
+    t0 = marks["text1"]
+    ha.report("German, assist_pipeline language de + streaming LLM agent with a tool call, wav",
+              second_text_at=round(marks["text2"] - t0, 3),
+              ha_first_audio=round(got.first_audio - t0, 3) if got.first_audio else None,
+              ha_bytes=len(got.data), **_wire_summary(conn, t0), server_log=log_line)
+    assert _no_language_sent(conn), "HA sent a language"
+    assert "".join(e.data.get("text") for e in conn.sent("synthesize-chunk")) == GERMAN_BEFORE_TOOL + GERMAN
+    assert got.first_audio is not None and got.first_audio < marks["text2"]
+    assert log_line is not None, f"no 'reply to ...:{conn.server_side_port}' line in {ha.log_path}"
+    # The log line names the language of the reply's last request: here the one of the text after the tool.
+    assert "language de (detected)" in log_line, log_line

@@ -244,6 +244,8 @@ class EngineSettings:
     samples_per_chunk: int = _setting(1920, _integer(1))
     seed: int | None = _setting(None, _integer(0, optional=True))
     greedy: bool = _setting(False, _boolean)
+    share_identical: bool = _setting(True, _boolean)
+    prefix_caching: bool = _setting(True, _boolean)
 
 
 @dataclass(frozen=True)

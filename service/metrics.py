@@ -27,6 +27,15 @@ class Metrics:
         self.kv_blocks_used = Gauge("chorus_kv_blocks_used", "KV cache blocks held by requests", registry=r)
         # The engine's requests are sentences: a reply of three sentences is three of them.
         self.requests_running = Gauge("chorus_requests_running", "Sentences in the running batch", registry=r)
+        self.kv_blocks_cached = Gauge(
+            "chorus_kv_blocks_cached", "Free KV blocks that still hold a prompt prefix (reused by a later request "
+            "with the same prompt start, else handed out last)", registry=r)
+        self.prefix_rows_reused_total = Counter(
+            "chorus_prefix_rows_reused", "Prompt rows whose KV was taken from the prefix cache instead of computed",
+            registry=r)
+        self.shared_requests_total = Counter(
+            "chorus_shared_requests_total", "Sentences served by attaching to an identical generation already "
+            "running (no batch place, no KV blocks of their own)", registry=r)
         self.requests_awaiting_text = Gauge(
             "chorus_requests_awaiting_text", "Running requests of a streamed text waiting for its next words: they "
             "hold their KV blocks but take no step", registry=r)

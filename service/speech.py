@@ -7,10 +7,12 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
 
 import numpy as np
 
+from service.broadcast import Broadcasts
 from service.config import EngineSettings, VoicesSettings
 from service.engine.core import EngineCore, EngineStats
 from service.errors import RequestFailed
@@ -19,6 +21,10 @@ from service.frontend.requests import RequestBuilder, TextFeed
 from service.frontend.voices import VoiceInfo
 from service.metrics import Metrics
 from service.modeldir.manifest import ModelDir
+
+# Audio a shared generation keeps for listeners who join it late (int16 mono: ~2.9 MB at 24 kHz); a generation
+# longer than this takes no new listener.
+REPLAY_SECONDS = 60
 
 
 class Engine:
@@ -33,6 +39,7 @@ class Engine:
         # What tests and benchmarks inspect between steps (read only on the engine thread while it runs).
         self.scheduler = self.core.scheduler
         self.blocks = self.core.blocks
+        self._broadcasts = Broadcasts(REPLAY_SECONDS * self.sample_rate * 2, self.metrics.shared_requests_total.inc)
 
     def start(self) -> None:
         """Blocks for the warm-up (seconds on a big model): call it off the event loop."""
@@ -74,10 +81,28 @@ class Engine:
         request as it comes. The request is built on a worker thread (normalising, prompt graph). `about`, when
         given, receives the voice, language and whether the language was told from the text ("voice",
         "language", "language_detected")."""
+        if isinstance(text, str) and self.settings.share_identical and codes_out is None:
+            key = (text, voice, speaker, language, seed)
+            start = functools.partial(self._synthesize, text, voice, speaker, language, seed, None)
+            async for chunk in self._broadcasts.listen(key, start, needed, about):
+                yield chunk
+            return
+        async for chunk in self._synthesize(text, voice, speaker, language, seed, codes_out, needed, about):
+            yield chunk
+
+    async def _synthesize(self, text: str | AsyncIterable[str], voice: str | None, speaker: str | None,
+                          language: str | None, seed: int | None, codes_out: list[np.ndarray] | None,
+                          needed: asyncio.Event | None, about: dict | None) -> AsyncGenerator[bytes, None]:
         pieces = None
         if not isinstance(text, str):
             pieces = aiter(text)
             first = await anext(pieces, "")
+            # The language is decided with the first request (its id is in the prompt, its number rules apply to
+            # every piece): when its first words do not tell it, wait for a few more.
+            while self.requests.language_unclear(first, voice, speaker, language):
+                if (more := await anext(pieces, None)) is None:
+                    break
+                first += more
             if not self.requests.can_stream(voice, speaker):  # the whole text first
                 first += "".join([piece async for piece in pieces])
                 pieces = None

@@ -56,13 +56,13 @@ def test_free_returns_every_block_and_is_idempotent():
     blocks.check_integrity()
 
 
-def test_integrity_detects_a_block_owned_twice():
+def test_integrity_detects_a_block_held_twice_with_one_reference():
     blocks = BlockManager(6, 4)
     a, b = seq(1), seq(2)
     blocks.allocate(a, 8)
     blocks.allocate(b, 4)
     b.block_table[0] = a.block_table[0]
-    with pytest.raises(IntegrityError, match="owned twice"):
+    with pytest.raises(IntegrityError, match="reference counts differ"):
         blocks.check_integrity()
 
 
@@ -88,3 +88,89 @@ def test_integrity_detects_a_block_freed_while_still_owned():
 def test_rejects_an_empty_pool():
     with pytest.raises(ValueError):
         BlockManager(0, 32)
+
+
+# ---- prefix caching -------------------------------------------------------------------------------------------
+
+def prompted(seq_id: int, prompt: np.ndarray) -> Sequence:
+    return Sequence(seq_id, prompt, np.zeros((0, H), np.float32), np.zeros(H, np.float32), 4)
+
+
+def computed(blocks: BlockManager, s: Sequence) -> Sequence:
+    """As the scheduler does: admit (reusing what it can), then compute the whole prompt."""
+    s.num_computed = blocks.reuse_prefix(s)
+    assert blocks.allocate(s, s.num_rows) is not None
+    s.num_computed = s.num_rows
+    blocks.remember_prefix(s)
+    return s
+
+
+PROMPT = np.arange(11 * H, dtype=np.float32).reshape(11, H)  # 2 full blocks of 4 rows, and 3 more
+
+
+def test_a_later_request_with_the_same_prompt_start_reuses_its_full_blocks():
+    blocks = BlockManager(8, 4)
+    a = computed(blocks, prompted(1, PROMPT))
+    other = PROMPT.copy()
+    other[9:] += 1  # differs only in the last, partial block
+    b = prompted(2, other)
+    assert blocks.reuse_prefix(b) == 8 and b.block_table == a.block_table[:2]
+    assert blocks.allocate(b, b.num_rows) == [3]  # its own third block
+    blocks.check_integrity()
+    assert blocks.num_used == 4 and blocks.rows_reused == 8
+    differs_early = PROMPT.copy()
+    differs_early[5] += 1  # the second block differs: the chain stops after the first
+    c = prompted(3, differs_early)
+    assert blocks.reuse_prefix(c) == 4 and c.block_table == a.block_table[:1]
+    blocks.check_integrity()
+
+
+def test_a_shared_block_returns_to_the_pool_only_when_no_request_holds_it():
+    blocks = BlockManager(8, 4)
+    a = computed(blocks, prompted(1, PROMPT))
+    b = computed(blocks, prompted(2, PROMPT))
+    assert blocks.num_used == 4  # 2 shared + one third block each
+    blocks.free(a)
+    assert blocks.num_used == 3 and blocks.num_cached == 0  # b still holds the shared two
+    blocks.free(b)
+    assert blocks.num_used == 0 and blocks.num_cached == 2 and blocks.num_free == 8
+    blocks.check_integrity()
+    c = prompted(3, PROMPT)
+    assert blocks.reuse_prefix(c) == 8 and blocks.num_cached == 0  # taken back out of the cache
+    blocks.check_integrity()
+
+
+def test_cached_blocks_are_evicted_least_recently_freed_first_and_only_when_the_free_list_is_empty():
+    blocks = BlockManager(6, 4)
+    old, new = PROMPT.copy(), PROMPT.copy() + 100
+    blocks.free(computed(blocks, prompted(1, old[:9])))  # 3 blocks, 2 of them cached: freed first
+    blocks.free(computed(blocks, prompted(2, new[:9])))  # 2 more cached, freed later
+    assert blocks.num_cached == 4 and blocks.num_free == 6
+    taker = seq(3)
+    assert blocks.allocate(taker, 3 * 4) is not None  # the 2 plain free blocks, then the oldest cached one
+    blocks.check_integrity()
+    assert blocks.reuse_prefix(prompted(4, old[:9])) == 0  # its first block was forgotten: the chain is broken
+    assert blocks.reuse_prefix(prompted(5, new[:9])) == 8
+    blocks.check_integrity()
+
+
+def test_the_last_prompt_row_is_always_computed():
+    blocks = BlockManager(8, 4)
+    computed(blocks, prompted(1, PROMPT[:8]))  # exactly two blocks
+    again = prompted(2, PROMPT[:8])
+    assert blocks.reuse_prefix(again) == 4  # not 8: the step that computes row 7 emits the first frame
+
+
+def test_with_prefix_caching_off_nothing_is_reused():
+    blocks = BlockManager(8, 4, prefix_caching=False)
+    computed(blocks, prompted(1, PROMPT))
+    assert blocks.reuse_prefix(prompted(2, PROMPT)) == 0 and blocks.num_cached == 0
+
+
+def test_integrity_detects_a_wrong_reference_count():
+    blocks = BlockManager(8, 4)
+    a = computed(blocks, prompted(1, PROMPT))
+    computed(blocks, prompted(2, PROMPT))
+    a.block_table = a.block_table[1:]  # a lets go of a shared block without telling the manager
+    with pytest.raises(IntegrityError, match="reference counts differ"):
+        blocks.check_integrity()

@@ -559,6 +559,46 @@ def test_icl_greedy_codes_and_pcm_match_reference(base, clip, icl_run):
     np.testing.assert_allclose(pcm, run.pcm, atol=PCM_TOLERANCE, rtol=0)
 
 
+LONG_TRANSCRIPT = ("Good morning, this is Anna speaking from the kitchen, where the kettle is on and the radio plays "
+                   "quietly; the weather today will be mild and dry, with a light wind from the west and sunshine "
+                   "later in the afternoon, so the washing can go outside.")
+
+
+def test_icl_prefix_cache_reuses_the_clip_rows_and_changes_no_code(base, tmp_path):
+    """A cloned voice's second and later sentences take the clip's prompt rows from the prefix cache: fewer rows
+    prefilled, and (greedy, f32 KV) the same codes as with the cache off. What is shared is the prompt before the
+    sentence's text: role, codec tags and the clip's transcript (the sentence's text rows lie over the clip's codes
+    right after the transcript, in either layout). A 6 s clip with a long transcript: a full 32-row block."""
+    rng = np.random.default_rng(1)
+    t = np.arange(6 * 24000) / 24000
+    samples = np.round((0.3 * np.sin(2 * np.pi * 150 * t) + 0.02 * rng.standard_normal(len(t))) * 32767)
+    long_clip = tmp_path / "long.wav"
+    with wave.open(str(long_clip), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(24000)
+        out.writeframes(samples.astype("<i2").tobytes())
+    texts = [CLONE_TEXT, "The garage door is open.", "Good night, everybody."]
+
+    def run(prefix_caching: bool) -> tuple[list[np.ndarray], int, int]:
+        settings = EngineSettings(model=str(base.dir), device="CPU", greedy=True, kv_precision="f32",
+                                  inference_precision="f32", max_frames=FRAMES, prefix_caching=prefix_caching)
+        engine = Engine(settings, voices=VoicesSettings(clone=(CloneVoice("anna", long_clip, LONG_TRANSCRIPT),)))
+        engine.start()
+        try:
+            codes = [synthesize(engine, Case("base", text, "anna"))[0] for text in texts]
+            return codes, engine.blocks.rows_reused, engine.blocks.block_size
+        finally:
+            engine.stop()
+
+    cached, reused, block = run(True)
+    plain, none, _ = run(False)
+    print(f"\nprefix cache: {reused} prompt rows reused over {len(texts) - 1} later sentences (block {block})")
+    assert none == 0 and reused >= (len(texts) - 1) * block
+    for with_cache, without in zip(cached, plain, strict=True):
+        np.testing.assert_array_equal(with_cache, without)
+
+
 # ---- (e) U8 KV cache ---------------------------------------------------------------------------------------------
 
 def _greedy(runner: PagedRunner, prompt, frames: int, forced: list[tuple[np.ndarray, np.ndarray]] | None = None):

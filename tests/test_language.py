@@ -109,8 +109,14 @@ def test_the_detector_loads_once_when_threads_race_for_it(monkeypatch):
     assert len(loads) == 1 and len(found) == 8 and all(f is found[0] for f in found)
 
 
-async def test_the_server_speaks_german_numbers_for_home_assistants_request(chorus, monkeypatch):
-    """Over the wire as Home Assistant sends it: a stream naming only the voice."""
+GERMAN = "Es sind 21,5 °C im Wohnzimmer."
+
+
+@pytest.mark.parametrize("deltas", [[GERMAN], [GERMAN[:2]] + [" " + w for w in GERMAN.split()[1:]]],
+                         ids=["one chunk", "word by word"])
+async def test_the_server_speaks_german_numbers_for_home_assistants_request(chorus, monkeypatch, deltas):
+    """Over the wire as Home Assistant sends it: a stream naming only the voice. Word by word, the first words
+    ("Es sind 21,5 °C": two once numbers are left out) do not tell the language: the request waits for more."""
     engine = chorus.service.engine
     built = []
     real_build, real_rows = engine.requests.prompts.build, engine.requests.prompts.text_rows
@@ -120,7 +126,9 @@ async def test_the_server_speaks_german_numbers_for_home_assistants_request(chor
     monkeypatch.setattr(engine.requests.prompts, "text_rows", lambda text: built.append(text) or real_rows(text))
     async with AsyncTcpClient("127.0.0.1", chorus.port) as client:
         await client.write_event(SynthesizeStart(voice=SynthesizeVoice(name="ryan")).event())
-        await client.write_event(SynthesizeChunk("Es sind 21,5 °C im Wohnzimmer.").event())
+        for delta in deltas:
+            await client.write_event(SynthesizeChunk(delta).event())
+            await asyncio.sleep(0.05)
         await client.write_event(SynthesizeStop().event())
 
         async def until_stopped():

@@ -19,7 +19,8 @@ ALLOWED = {
     "engine": {"modeldir"},
     "frontend": {"modeldir", "engine.sequence"},
     "wyoming": set(),
-    "speech": {"engine", "frontend", "modeldir", "export.builtin"},
+    "broadcast": set(),
+    "speech": {"engine", "frontend", "modeldir", "export.builtin", "broadcast"},
 }
 
 

@@ -205,7 +205,8 @@ def test_preemption_recomputes_without_repeating_a_frame():
     assert entries_per_step[6] == [(1, 11, 1, True), (2, 11, 1, True)]
     assert entries_per_step[7] == [(1, 12, 1, True)]
     assert entries_per_step[9] == [(1, 14, 1, True)]  # 1's tenth frame: it retires, 2 is readmitted next step
-    assert entries_per_step[10] == [(2, 0, 13, True)]  # emits frame 7, the first it has not delivered
+    # Emits frame 7, the first it has not delivered; its first prompt block was still cached: 9 rows, not 13.
+    assert entries_per_step[10] == [(2, 4, 9, True)]
     assert entries_per_step[11] == [(2, 13, 1, True)]
     assert len(entries_per_step) == 13
     rec.assert_frames(1, 10)  # identical to an unpreempted run, each frame exactly once
@@ -225,7 +226,8 @@ def test_the_newest_request_preempts_itself_and_goes_back_to_the_front_of_waitin
     assert seq_ids(sched.waiting) == [2, 3]
     assert ids(rec.step()[0]) == [1]  # 2 needs 3 blocks to recompute 9 rows; 3 must not overtake it
     assert ids(rec.step()[0]) == [1]  # 1's last frame
-    assert [(e.seq.id, e.start, e.num_new) for e in rec.step()[0]] == [(2, 0, 9), (3, 0, 1)]
+    # 2's prompt blocks were still cached: it recomputes only its last row.
+    assert [(e.seq.id, e.start, e.num_new) for e in rec.step()[0]] == [(2, 8, 1), (3, 0, 1)]
     rec.run()
     rec.assert_frames(1, 4)
     rec.assert_frames(2, 4)
@@ -474,6 +476,9 @@ def test_the_integrity_check_knows_a_request_awaiting_text():
         sched.check_integrity()
 
 
+SHARED_PROMPT = np.random.default_rng(99).standard_normal((64, H)).astype(np.float32)
+
+
 class RandomOperations(RuleBasedStateMachine):
     """Random arrivals, aborts and steps on a random tiny pool: the integrity check holds after every operation,
     and every request's delivered frames are exactly the unpreempted run's, each once, up to how it finished."""
@@ -494,6 +499,9 @@ class RandomOperations(RuleBasedStateMachine):
     def arrive(self, data):
         seq_id = len(self.seqs)
         seq = make_seq(seq_id, data.draw(st.integers(1, self.most)), data.draw(st.integers(1, self.most)))
+        if data.draw(st.booleans()):  # the same prompt start as others (one voice): full blocks are shared
+            seq = Sequence(seq_id, SHARED_PROMPT[:seq.num_prompt_rows], seq.trailing_text, seq.pad_text,
+                           seq.frame_cap)
         seq.deferred = data.draw(st.booleans())
         if data.draw(st.booleans()):  # a streamed text: some of its rows have come, more will
             seq.trailing_text = seq.trailing_text[:data.draw(st.integers(0, 3))]

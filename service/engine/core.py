@@ -66,7 +66,8 @@ class EngineCore:
             ),
         )
         self.sample_rate = model.manifest.sample_rate
-        self.blocks = BlockManager(self.runner.num_blocks, self.runner.block_size)
+        self.blocks = BlockManager(self.runner.num_blocks, self.runner.block_size, settings.prefix_caching)
+        self._rows_reused_seen = 0
         self.scheduler = Scheduler(
             self.blocks,
             max_running=settings.max_batch,
@@ -319,5 +320,9 @@ class EngineCore:
         m.kv_blocks_used.set(self.blocks.num_used)
         m.requests_running.set(len(self.scheduler.running))
         m.requests_awaiting_text.set(len(self.scheduler.awaiting_text))
+        m.kv_blocks_cached.set(self.blocks.num_cached)
+        if self.blocks.rows_reused > self._rows_reused_seen:
+            m.prefix_rows_reused_total.inc(self.blocks.rows_reused - self._rows_reused_seen)
+            self._rows_reused_seen = self.blocks.rows_reused
         m.requests_waiting.set(len(self.scheduler.waiting))
 

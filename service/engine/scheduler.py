@@ -111,8 +111,11 @@ class Scheduler:
                 admit = self._next_waiting()
                 if admit is None:
                     break  # every waiting request awaits text
+                admit.num_computed = self.blocks.reuse_prefix(admit)  # a cached prompt start is not computed again
                 num_new = self._chunk(admit, budget)
-                if self.blocks.allocate(admit, num_new) is None:
+                if self.blocks.allocate(admit, admit.num_computed + num_new) is None:
+                    self.blocks.free(admit)
+                    admit.num_computed = 0
                     break  # later arrivals wait behind it: admission stays in arrival order
                 self.waiting.remove(admit)
                 admit.status = SequenceStatus.RUNNING
@@ -127,6 +130,8 @@ class Scheduler:
         for i, entry in enumerate(entries):
             seq = entry.seq
             seq.num_computed += entry.num_new
+            if seq.num_computed - entry.num_new < seq.num_prompt_rows:
+                self.blocks.remember_prefix(seq)
             if not entry.emits:
                 continue
             if output.is_eos[i]:

@@ -3,6 +3,7 @@ runner wrapper share. It holds no policy; the scheduler moves it between states.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from enum import Enum
 
@@ -91,6 +92,7 @@ class Sequence:
         self.c0_history: list[int] = []  # codebook-0 codes, for the repetition penalty
         self._rows = prompt.copy()  # capacity doubles as frame rows arrive; _num_rows are valid
         self._num_rows = len(prompt)
+        self._prefix_hashes: tuple[int, list[bytes]] | None = None
 
     @property
     def num_rows(self) -> int:
@@ -127,6 +129,18 @@ class Sequence:
         if start < 0 or n < 1 or start + n > self._num_rows:
             raise ValueError(f"rows [{start}, {start + n}) outside [0, {self._num_rows})")
         return self._rows[start:start + n]
+
+    def prefix_hashes(self, block_size: int) -> list[bytes]:
+        """The hash of each full block of prompt rows, chained: block i's covers every prompt row up to its end.
+        The rows' bytes are hashed: two prompts share a block exactly when their rows so far are bit for bit equal."""
+        if self._prefix_hashes is None or self._prefix_hashes[0] != block_size:
+            digests, chain = [], b""
+            for start in range(0, self.num_prompt_rows - block_size + 1, block_size):
+                block = np.ascontiguousarray(self._rows[start:start + block_size])
+                chain = hashlib.blake2b(chain + block.tobytes(), digest_size=16).digest()
+                digests.append(chain)
+            self._prefix_hashes = (block_size, digests)
+        return self._prefix_hashes[1]
 
     def text_for_frame(self, t: int) -> np.ndarray:
         """Text-track embedding added to the input that follows frame t."""

@@ -28,6 +28,8 @@ from service.modeldir.manifest import ModelDir
 # per text token; twice that plus two seconds leaves room for slow speech without letting a runaway go far.
 _FRAMES_PER_TEXT_TOKEN = 8
 _FRAMES_BASE = 25
+# A streamed text whose language is unclear from its first words starts once it has this many (or ends).
+_LANGUAGE_WORDS = 8
 
 
 class RequestBuilder:
@@ -63,6 +65,15 @@ class RequestBuilder:
         the clip's codes inside the prompt, so the whole text must be known before the first step."""
         chosen = self.voices.find(voice, speaker)
         return not (chosen.clip is not None and chosen.clip.text and self._clip_codes is not None)
+
+    def language_unclear(self, text: str, voice: str | None, speaker: str | None, language: str | None) -> bool:
+        """Whether the start of a streamed text is too short to tell its language (when neither the request nor
+        the voice names one): "Es sind 21,5 °C" is two words once numbers are left out."""
+        chosen = self.voices.find(voice, speaker)
+        named = [code for code in (language, chosen.language) if code and code.lower() != "auto"]
+        if named or len(text.split()) >= _LANGUAGE_WORDS:
+            return False
+        return choose_language(None, None, text, chosen.languages)[0] is None
 
     def build_open(self, text: str, voice: str | None = None, speaker: str | None = None,
                    language: str | None = None, seed: int | None = None) -> tuple[Sequence, TextFeed]:
