@@ -235,3 +235,20 @@ def test_push_rejects_codes_of_the_wrong_shape(streaming_decoder):
 def test_a_stateless_graph_cannot_stream(weights):
     with pytest.raises(ValueError, match="stateless"):
         StreamingCodecDecoder(build_codec_decoder(weights, CONFIG, stateful=False))
+
+
+def test_a_stream_started_from_a_snapshot_continues_as_the_original_would(streaming_decoder):
+    """A cloned voice's clip codes are decoded once: later requests start from the state after them."""
+    clip, first, second = random_codes(30, seed=7)[0].T, random_codes(20, seed=8)[0].T, random_codes(20, seed=9)[0].T
+    primed = streaming_decoder.new_stream()
+    streaming_decoder.push(primed, clip)
+    snapshot = streaming_decoder.snapshot(primed)
+    expected = streaming_decoder.push(primed, first)
+    again = streaming_decoder.stream_from(snapshot)
+    np.testing.assert_array_equal(streaming_decoder.push(again, first), expected)
+    # The snapshot is a copy: a second stream from it is not moved on by the first one.
+    other = streaming_decoder.stream_from(snapshot)
+    fresh = streaming_decoder.new_stream()
+    streaming_decoder.push(fresh, clip)
+    np.testing.assert_array_equal(streaming_decoder.push(other, second), streaming_decoder.push(fresh, second))
+    assert not np.array_equal(streaming_decoder.push(streaming_decoder.new_stream(), first), expected)

@@ -7,8 +7,10 @@ two even run on different devices). One worker keeps the frames of each request 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import queue
 import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
@@ -22,6 +24,8 @@ from service.modeldir.manifest import ModelDir
 # larger because every decoder call has a fixed cost.
 FIRST_CHUNK_FRAMES = 4
 CHUNK_FRAMES = 12
+# Cloned voices whose primed decoder state is kept (the least recently used goes first).
+PRIMED_VOICES = 8
 
 
 class PcmSink:
@@ -94,6 +98,9 @@ class CodecWorker:
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._streams: dict[int, _Stream] = {}
         self._failed: set[int] = set()  # requests whose decoding failed: their frames still queued are dropped
+        # In-context clones: the decoder's state after a clip's codes, by the codes' digest, so that a voice's later
+        # requests start from it instead of decoding the clip again (~5 MB each at real dims; the few most recent).
+        self._primed: OrderedDict[bytes, list[np.ndarray]] = OrderedDict()
         self._thread = threading.Thread(target=self._run, name="chorus-codec", daemon=True)
 
     def start(self) -> None:
@@ -152,8 +159,16 @@ class CodecWorker:
                 return  # its decoder state is gone: decoding on from zero would be wrong audio
             self._failed.discard(seq_id)
         if kind == "prime":
+            key = hashlib.blake2b(np.ascontiguousarray(payload, np.int64).tobytes(), digest_size=16).digest()
+            if key in self._primed:
+                self._primed.move_to_end(key)
+                self._streams[seq_id] = _Stream(self._decoder.stream_from(self._primed[key]))
+                return
             stream = self._streams[seq_id] = _Stream(self._decoder.new_stream())
             self._decoder.push(stream.state, payload)
+            self._primed[key] = self._decoder.snapshot(stream.state)
+            while len(self._primed) > PRIMED_VOICES:
+                self._primed.popitem(last=False)
             return
         if kind == "frame":
             live = self._streams.get(seq_id)

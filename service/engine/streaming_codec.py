@@ -43,6 +43,17 @@ class StreamingCodecDecoder:
         """A new utterance: its own infer request, whose state starts at zeros."""
         return self._compiled.create_infer_request()
 
+    def snapshot(self, stream: ov.InferRequest) -> list[np.ndarray]:
+        """A copy of the stream's decoding state (the causal context of every op), to start other streams from."""
+        return [np.array(state.state.data, copy=True) for state in stream.query_state()]
+
+    def stream_from(self, snapshot: list[np.ndarray]) -> ov.InferRequest:
+        """A new utterance whose decoding continues from a snapshot (as if its frames had been pushed into it)."""
+        stream = self.new_stream()
+        for state, value in zip(stream.query_state(), snapshot, strict=True):
+            state.state = ov.Tensor(np.array(value, copy=True))
+        return stream
+
     def push(self, stream: ov.InferRequest, codes: np.ndarray) -> np.ndarray:
         """codes [n, num_quantizers] of the utterance's next n frames -> their f32 PCM [n * 1920] in [-1, 1]."""
         codes = np.asarray(codes)
