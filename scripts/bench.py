@@ -671,8 +671,10 @@ def load_peers(path: str | None) -> list[dict]:
     if not path:
         return []
     raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    if isinstance(raw, dict):
-        raw = [raw] if "name" in raw else [{"name": k, **v} for k, v in raw.items()]
+    if isinstance(raw, dict) and isinstance(raw.get("peers"), list):  # scripts/bench_peers.py --json
+        raw = raw["peers"]
+    elif isinstance(raw, dict):
+        raw = [raw] if "name" in raw else [{"name": k, **v} for k, v in raw.items() if isinstance(v, dict)]
     return [p for p in raw if isinstance(p, dict)]
 
 
@@ -955,6 +957,7 @@ def main(argv=None) -> int:
     plan = make_plan(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    peers = load_peers(args.peers)  # read first: a bad file must not cost a whole run
     directory = model_dir(args)
     header = machine(directory, "u8")
     log(f"model {directory} ({header['weights']} weights), {header['cpu']}, ISA {' '.join(header['isa'])}")
@@ -975,7 +978,6 @@ def main(argv=None) -> int:
     pool = next((s.extra["server"].get("kv_blocks_total") for p in phases.values() for s in p.get("scenarios", [])
                  if s.extra.get("server", {}).get("kv_blocks_total")), None)
     kv = kv_analysis(engine, pool) if engine and not engine.get("error") else {}
-    peers = load_peers(args.peers)
     elapsed = time.monotonic() - started
     report = write_report(out, header, plan, phases, engine, kv, peers, elapsed, args)
     (out / "report.json").write_text(json.dumps({
