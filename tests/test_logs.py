@@ -1,12 +1,14 @@
 """The log says what is served and what every reply did: a household can tell whether Home Assistant connected."""
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import pytest
+from wyoming.client import AsyncTcpClient
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
 
-from test_server import send
+from test_server import HOST, read_until, send
 
 pytestmark = pytest.mark.asyncio
 
@@ -26,6 +28,20 @@ async def test_each_reply_gets_one_info_line_with_peer_voice_language_timing_and
         assert part in spoken, spoken
     assert spoken.endswith(", ok")
     assert "no audio" in refused and "error unknown-voice" in refused, refused
+
+
+async def test_a_reply_spoken_in_two_languages_names_both(chorus, caplog):
+    """A pause after a sentence end makes the text after it a request of its own, with a language of its own."""
+    caplog.set_level(logging.INFO, logger="service.replies")
+    async with AsyncTcpClient(HOST, chorus.port) as client:
+        await client.write_event(SynthesizeStart(voice=SynthesizeVoice(name="ryan")).event())
+        await client.write_event(SynthesizeChunk("The weather in the kitchen is lovely today.").event())
+        await asyncio.sleep(0.6)  # past the pause grace (0.2 s)
+        await client.write_event(SynthesizeChunk("Es sind einundzwanzig Grad im Wohnzimmer und es ist warm.").event())
+        await client.write_event(SynthesizeStop().event())
+        await read_until(client, "synthesize-stopped")
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "service.replies"]
+    assert "languages en (detected), de (detected)" in line, line
 
 
 def test_the_start_up_summary_names_the_model_its_weights_the_device_and_the_pool(chorus):
