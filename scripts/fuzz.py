@@ -32,7 +32,6 @@ import random
 import socket
 import struct
 import sys
-import threading
 import time
 import urllib.request
 from collections import Counter
@@ -41,8 +40,10 @@ from typing import Any
 
 from wyoming.event import Event
 
-from service.config import EngineSettings, MetricsSettings, ServerSettings, Settings, ZeroconfSettings
+from service.config import EngineSettings, MetricsSettings, ServerSettings
 from service.wyoming.event_reader import MAX_HEADER_BYTES, BadEvent, EventReader
+
+from service_thread import ServiceThread
 
 HOST = "127.0.0.1"
 PROBE_TIMEOUT = 1.0  # Describe must be answered this fast after every case
@@ -479,54 +480,14 @@ class LogWatch(logging.Handler):
         self.problems.append(f"asyncio exception handler: {context.get('message')} {context.get('exception')!r}")
 
 
-class ServerThread:
-    """The service on its own event loop in a thread, as a separate process would run it."""
+class ServerThread(ServiceThread):
+    """The tiny model with a small pool and 3-frame replies, metrics on (for /health), asyncio's unhandled errors
+    counted by the watch."""
 
     def __init__(self, watch: LogWatch):
-        with socket.socket() as probe_socket:
-            probe_socket.bind((HOST, 0))
-            port = probe_socket.getsockname()[1]
-        self.settings = Settings(
-            server=ServerSettings(uri=f"tcp://{HOST}:{port}", shutdown_timeout=5.0),
-            zeroconf=ZeroconfSettings(enabled=False),
-            engine=EngineSettings(model="builtin:tiny", seed=1, random_model_frames=3, kv_cache_mb=16),
-            metrics=MetricsSettings(address=HOST, port=0),
-        )
-        self.port = port
-        self._watch = watch
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=asyncio.run, args=(self._main(),), name="fuzzed-server", daemon=True)
-
-    async def _main(self) -> None:
-        from service.cli import Service  # OpenVINO is imported only when a server is needed
-
-        self._loop = asyncio.get_running_loop()
-        self._loop.set_exception_handler(self._watch.unhandled)
-        self._stop = asyncio.Event()
-        self.service = Service(self.settings)
-        try:
-            await self.service.start()
-        except BaseException as error:
-            self._error = error
-            raise
-        finally:
-            self._ready.set()
-        try:
-            await self._stop.wait()
-        finally:
-            await self.service.stop()
-
-    def __enter__(self) -> ServerThread:
-        self._thread.start()
-        self._ready.wait(600)
-        if self._error is not None:
-            raise self._error
-        return self
-
-    def __exit__(self, *_) -> None:
-        self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(60)
+        super().__init__(EngineSettings(model="builtin:tiny", seed=1, random_model_frames=3, kv_cache_mb=16),
+                         ServerSettings(shutdown_timeout=5.0), MetricsSettings(address=HOST, port=0),
+                         exception_handler=watch.unhandled)
 
     def health(self) -> int:
         url = f"http://{HOST}:{self.service.metrics_server.port}/health"
