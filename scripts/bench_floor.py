@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import time
 from pathlib import Path
 
 os.environ.setdefault("CI", "true")  # OpenVINO's telemetry opt-out, before anything imports it
@@ -27,7 +25,7 @@ os.environ.setdefault("CI", "true")  # OpenVINO's telemetry opt-out, before anyt
 import numpy as np  # noqa: E402
 import openvino as ov  # noqa: E402
 import openvino.opset13 as op  # noqa: E402
-from bench_engine import bench_batch, bench_codec  # noqa: E402
+from bench_engine import bench_batch, bench_codec, time_steps  # noqa: E402
 
 from service.engine.runner import PagedRunner, RunnerOptions  # noqa: E402
 from service.export.builtin import resolve_model  # noqa: E402
@@ -35,15 +33,6 @@ from service.modeldir.manifest import ModelDir  # noqa: E402
 
 CODEC_BLOCK_FRAMES = 4
 FRAMES_PER_SECOND = 12.5
-
-
-def median_s(run, repeats: int) -> float:
-    samples = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        run()
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
 
 
 def bandwidth_gb_s() -> float:
@@ -61,7 +50,7 @@ def matmul_gflop_s(rows: int, k: int = 1024, n: int = 3072) -> float:
     request, data = compiled.create_infer_request(), np.ones((rows, k), np.float32)
     for _ in range(3):
         request.infer([data])
-    return 2 * rows * k * n / median_s(lambda: request.infer([data]), 21) / 1e9
+    return 2 * rows * k * n / (time_steps(lambda: request.infer([data]), 21) / 1000) / 1e9
 
 
 def constants(path: Path) -> list[tuple[str, int, int]]:

@@ -19,6 +19,17 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
+def _finish(fig, ax, path: Path, xlabel: str, ylabel: str, title: str) -> Path:
+    """The line plots' common frame: a log2 x axis (rooms, tokens), labels, grid, legend; then saved."""
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
 def ttfa_vs_rooms(sweeps: dict[str, list[dict]], path: Path) -> Path:
     """sweeps: policy label -> rows with rooms, ttfa_p50_s, ttfa_p95_s."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
@@ -30,13 +41,8 @@ def ttfa_vs_rooms(sweeps: dict[str, list[dict]], path: Path) -> Path:
         rooms = [r["rooms"] for r in rows]
         ax.plot(rooms, [r["ttfa_p50_s"] for r in rows], "o-", color=color, label=f"{label} p50")
         ax.plot(rooms, [r["ttfa_p95_s"] for r in rows], "s--", color=color, label=f"{label} p95")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("rooms at once (mixed burst)")
-    ax.set_ylabel("time to first audio (s)")
-    ax.set_title("Time to first audio vs rooms")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    return _save(fig, path)
+    return _finish(fig, ax, path, "rooms at once (mixed burst)",
+                   "time to first audio (s)", "Time to first audio vs rooms")
 
 
 def throughput_vs_rooms(sweeps: dict[str, list[dict]], path: Path) -> Path:
@@ -46,13 +52,8 @@ def throughput_vs_rooms(sweeps: dict[str, list[dict]], path: Path) -> Path:
         if rows:
             ax.plot([r["rooms"] for r in rows], [r["audio_s_per_wall_s"] for r in rows], "o-", label=label)
     ax.axhline(1.0, color="grey", lw=0.8, ls=":", label="one room in real time")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("rooms at once (mixed burst)")
-    ax.set_ylabel("audio seconds per wall second (all rooms)")
-    ax.set_title("Aggregate throughput vs rooms")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    return _save(fig, path)
+    return _finish(fig, ax, path, "rooms at once (mixed burst)",
+                   "audio seconds per wall second (all rooms)", "Aggregate throughput vs rooms")
 
 
 def rtf_distribution(groups: dict[str, list[float]], path: Path) -> Path:
@@ -77,10 +78,5 @@ def kv_rooms(budgets: list[int], curves: dict[str, list[float]], path: Path, mar
         ax.plot(budgets, rooms, "o-" if label.startswith("paged") else ".--", label=label)
     if marker:
         ax.axvline(marker, color="grey", lw=0.8, ls=":", label="server pool")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("KV budget (tokens)")
-    ax.set_ylabel("rooms held at once")
-    ax.set_title("Rooms a KV budget holds: paged vs fixed buckets")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    return _save(fig, path)
+    return _finish(fig, ax, path, "KV budget (tokens)",
+                   "rooms held at once", "Rooms a KV budget holds: paged vs fixed buckets")

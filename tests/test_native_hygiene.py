@@ -4,24 +4,13 @@ other sizes, with their input arrays freed since, must give what a fresh runner 
 from __future__ import annotations
 
 import gc
-import json
 
 import numpy as np
-import pytest
-from safetensors.numpy import load_file
 
-from service.export.builtin import resolve_model
-
+import test_native_runner
 from test_native_runner import Entry, Model, rows, run_step
 
-
-@pytest.fixture(scope="module")
-def model() -> Model:
-    path = resolve_model("builtin:tiny")
-    tables = load_file(str(path / "embeddings.safetensors"))
-    return Model(path, json.loads((path / "chorus.json").read_text()), tables["codec_embedding"],
-                 tables["cp_codec_embedding"])
-
+model = test_native_runner.model  # the tiny model's fixture, shared
 
 # Each step: one entry per flag, emitting or not. The code predictor's batch (the emitting entries) grows, shrinks,
 # vanishes and comes back, so every scratch buffer and cached view is both reused and resized.

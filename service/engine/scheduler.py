@@ -154,8 +154,13 @@ class Scheduler:
     def _next_waiting(self) -> Sequence | None:
         """The oldest waiting request that is needed now, else the oldest deferred one; of those that can compute
         a row (a preempted request awaiting text, with one row left, cannot)."""
-        ready = [seq for seq in self.waiting if self._chunk(seq, 1)]
-        return next((seq for seq in ready if not seq.deferred), ready[0] if ready else None)
+        first_ready = None
+        for seq in self.waiting:
+            if self._chunk(seq, 1):
+                if not seq.deferred:
+                    return seq
+                first_ready = first_ready or seq
+        return first_ready
 
     @staticmethod
     def _chunk(seq: Sequence, budget: int) -> int:
