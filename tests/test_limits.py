@@ -297,10 +297,15 @@ async def test_an_idle_connection_is_closed_after_idle_timeout(chorus, unhandled
     async with limited_server(chorus, idle_timeout=idle) as (server, port):
         reader, _ = await connect(port)
         assert idle * 0.8 < await closed_within(reader, 5.0) < idle + PROMPT
-        # A stream that waits for text the client never sends is idle too.
+        # A stream that waits for text the client never sends is idle too: it is ended (issue 15), then closed.
         reader, writer = await connect(port)
+        started = time.monotonic()
         await async_write_event(SynthesizeStart().event(), writer)
-        assert idle * 0.8 < await closed_within(reader, 5.0) < idle + PROMPT
+        (reply,) = await read_replies(reader, 1, last_type="synthesize-stopped")
+        assert [e.type for e in reply] == ["error", "audio-start", "audio-stop", "synthesize-stopped"]
+        assert Error.from_event(reply[0]).code == "stream-timeout" and "server.idle_timeout" in reply[0].data["text"]
+        assert await closed_within(reader, PROMPT) < PROMPT
+        assert idle * 0.8 < time.monotonic() - started < idle + PROMPT
         # Activity keeps a connection open.
         reader, writer = await connect(port)
         for _ in range(5):
