@@ -12,7 +12,7 @@ import pytest
 from wyoming.error import Error
 from wyoming.event import Event, async_read_event, async_write_event
 from wyoming.info import Describe
-from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
+from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
 
 from service.config import EngineSettings
 from service.speech import Engine
@@ -65,6 +65,19 @@ async def test_a_silent_stream_is_ended_after_the_pause_timeout_and_the_connecti
         writer.close()
     lines = [r.getMessage() for r in caplog.records if r.name == "service.replies"]
     assert "error stream-timeout: no text for 0.5 s (server.stream_pause_timeout)" in lines[0], lines
+
+
+async def test_a_stream_that_failed_waits_for_its_stop_only_as_long_as_the_pause_timeout(chorus):
+    async with limited_server(chorus, stream_pause_timeout=PAUSE) as (_, port):
+        reader, writer = await connect(port)
+        started = time.monotonic()
+        await async_write_event(SynthesizeStart(voice=SynthesizeVoice("no-such-voice")).event(), writer)
+        await async_write_event(SynthesizeChunk(SENTENCE).event(), writer)
+        (reply,) = await read_replies(reader, 1, last_type="synthesize-stopped")
+        assert PAUSE * 0.8 < time.monotonic() - started < PAUSE + PROMPT
+        assert [e.type for e in reply] == ["error", "audio-start", "audio-stop", "synthesize-stopped"]
+        assert Error.from_event(reply[0]).code == "unknown-voice"  # the first error is the one the client hears of
+        writer.close()
 
 
 async def test_a_trickling_stream_is_ended_at_its_max_life(chorus):

@@ -16,8 +16,9 @@ Replies (what the client receives):
 - A reply that fails (unknown voice, empty or too long text, busy server, malformed event) gets an `error` event as
   soon as the failure is known (a sentence already being spoken is finished first), then still ends as above:
   audio-start (if not sent yet), audio-stop and, for a stream, synthesize-stopped once the client sends
-  synthesize-stop. Home Assistant ignores `error` events and has no read timeout, so a reply that did not end would
-  hang it. A stream that carries no text at all is not an error: its audio is empty.
+  synthesize-stop (or the stream times out, below). Home Assistant ignores `error` events and has no read timeout,
+  so a reply that did not end would hang it. A stream that carries no text at all is not an error: its audio is
+  empty.
 - An event out of order gets an `error` event: synthesize-chunk outside a stream, a second synthesize-start
   (ignored; the open stream goes on), synthesize-stop outside a stream (followed by synthesize-stopped, which the
   client waits for). Unknown event types are ignored.
