@@ -23,8 +23,10 @@ from wyoming.info import Describe
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
 
 from service.config import ServerSettings
+from service.wyoming import server as server_module
 from service.wyoming.listeners import bind_listener
 from service.wyoming.server import ChorusServer, Reply
+from service.wyoming.speech_engine import SpeechEngine
 
 from conftest import free_port
 from test_server import HOST, SENTENCE, TIMEOUT, audio
@@ -38,16 +40,17 @@ LONG_TEXT = "The kitchen lights are on and the coffee will be ready in five minu
 # ---- harness -------------------------------------------------------------------------------------------------------
 
 @contextlib.asynccontextmanager
-async def limited_server(chorus, sndbuf: int | None = None, **limits) -> AsyncIterator[tuple[ChorusServer, int]]:
-    """A server with `limits` (server.* keys) on the session's engine; `sndbuf` shrinks the kernel's send buffer of
-    the connections it accepts (they inherit it from the listener), so that a client that does not read is felt in
-    the server's own buffer at once."""
+async def limited_server(chorus, sndbuf: int | None = None, engine: SpeechEngine | None = None,
+                         uri: str | None = None, **limits) -> AsyncIterator[tuple[ChorusServer, int]]:
+    """A server with `limits` (server.* keys) on the session's engine (or `engine`), at `uri` (default: a free
+    loopback port); `sndbuf` shrinks the kernel's send buffer of the connections it accepts (they inherit it from the
+    listener), so that a client that does not read is felt in the server's own buffer at once."""
     port = free_port()
-    listener = bind_listener(f"tcp://{HOST}:{port}", "server.uri", "--uri")
+    listener = bind_listener(uri or f"tcp://{HOST}:{port}", "server.uri", "--uri")
     if sndbuf is not None:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
     engine_settings = chorus.service.settings.engine
-    server = ChorusServer(chorus.service.engine, listener, max_text_length=engine_settings.max_text_length,
+    server = ChorusServer(engine or chorus.service.engine, listener, max_text_length=engine_settings.max_text_length,
                           samples_per_chunk=engine_settings.samples_per_chunk,
                           limits=dataclasses.replace(ServerSettings(), **limits))
     await server.start()
@@ -292,15 +295,66 @@ async def test_connections_beyond_max_connections_get_an_error_and_are_closed_at
     assert not unhandled
 
 
+async def connect_from(address: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection from another loopback address: to the server, another host."""
+    return await asyncio.open_connection(HOST, port, local_addr=(address, 0))
+
+
+async def describe_answered_from(address: str, port: int) -> None:
+    reader, writer = await connect_from(address, port)
+    await async_write_event(Describe().event(), writer)
+    assert (await asyncio.wait_for(async_read_event(reader), PROMPT)).type == "info"
+    writer.close()
+
+
+async def test_one_host_gets_at_most_max_connections_per_peer_and_others_still_get_in(chorus, caplog, unhandled):
+    caplog.set_level(logging.DEBUG)
+    async with limited_server(chorus, max_connections=8, max_connections_per_peer=2) as (server, port):
+        held = [await connect(port) for _ in range(2)]
+        await until(lambda: server.connections == 2, PROMPT, "the two connections are not served")
+        for _ in range(3):  # refused every time, not only once
+            reader, writer = await connect(port)
+            error = await error_then_close(reader)
+            assert error.code == "too-many-connections" and "2 connections" in error.text and HOST in error.text
+            writer.close()
+        # Another host is served as before, and so is this one once it has closed one of its connections.
+        await describe_answered_from("127.0.0.2", port)
+        held.pop()[1].close()
+        await until(lambda: server.connections == 1, PROMPT, "the closed connection is still counted")
+        await describe_answered(port)
+        for _, writer in held:
+            writer.close()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "server.max_connections_per_peer" in warnings[0], warnings
+    assert not unhandled
+
+
+async def test_local_socket_clients_count_as_one_peer(chorus, tmp_path, unhandled):
+    path = str(tmp_path / "chorus.sock")
+    async with limited_server(chorus, uri=f"unix://{path}", max_connections_per_peer=1) as (server, _):
+        held = await asyncio.open_unix_connection(path)
+        await until(lambda: server.connections == 1, PROMPT, "the first connection is not served")
+        reader, writer = await asyncio.open_unix_connection(path)
+        assert (await error_then_close(reader)).code == "too-many-connections"
+        writer.close()
+        held[1].close()
+    assert not unhandled
+
+
 async def test_an_idle_connection_is_closed_after_idle_timeout(chorus, unhandled):
     idle = 0.5
     async with limited_server(chorus, idle_timeout=idle) as (server, port):
         reader, _ = await connect(port)
         assert idle * 0.8 < await closed_within(reader, 5.0) < idle + PROMPT
-        # A stream that waits for text the client never sends is idle too.
+        # A stream that waits for text the client never sends is idle too: it is ended (issue 15), then closed.
         reader, writer = await connect(port)
+        started = time.monotonic()
         await async_write_event(SynthesizeStart().event(), writer)
-        assert idle * 0.8 < await closed_within(reader, 5.0) < idle + PROMPT
+        (reply,) = await read_replies(reader, 1, last_type="synthesize-stopped")
+        assert [e.type for e in reply] == ["error", "audio-start", "audio-stop", "synthesize-stopped"]
+        assert Error.from_event(reply[0]).code == "stream-timeout" and "server.idle_timeout" in reply[0].data["text"]
+        assert await closed_within(reader, PROMPT) < PROMPT
+        assert idle * 0.8 < time.monotonic() - started < idle + PROMPT
         # Activity keeps a connection open.
         reader, writer = await connect(port)
         for _ in range(5):
@@ -421,6 +475,30 @@ async def test_a_client_that_does_not_read_is_cut_off_and_its_request_aborted(ch
         writer.close()
     assert any("server.max_buffered_audio_seconds" in r.getMessage() for r in caplog.records)
     assert not unhandled
+
+
+async def test_a_cut_off_client_that_reads_its_audio_after_the_close_raises_nothing_in_the_loop(
+        chorus, caplog, unhandled, monkeypatch):
+    """The close of a cut-off client drops its unsent audio after a grace; a client that reads it all within the
+    grace closes the transport first, and the drop must then be called off (asyncio logged "Exception in callback
+    _SelectorTransport.abort()": AttributeError, its loop gone)."""
+    grace = 0.5
+    monkeypatch.setattr(server_module, "_CLOSE_GRACE", grace)
+    caplog.set_level(logging.DEBUG)
+    engine = chorus.service.engine
+    async with limited_server(chorus, sndbuf=4096, max_buffered_audio_seconds=0.5) as (server, port):
+        reader, writer = await connect(port, rcvbuf=4096)
+        await async_write_event(Synthesize(LONG_TEXT).event(), writer)
+        await until(lambda: engine.stats().blocks_used > 0, TIMEOUT, "the reply never started")
+        await until(lambda: server.connections == 0, 30, "the client was never cut off")
+        received = bytearray()
+        while chunk := await asyncio.wait_for(reader.read(1 << 16), PROMPT):  # all of it, up to the server's close
+            received += chunk
+        assert b'"client-too-slow"' in received
+        await asyncio.sleep(2 * grace)  # past the drop's time
+        writer.close()
+    assert not [r for r in caplog.records if "Exception in callback" in r.getMessage()]
+    assert not unhandled, [c.get("message") for c in unhandled]
 
 
 async def test_a_client_that_reads_is_never_cut_off(chorus, unhandled):

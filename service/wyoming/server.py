@@ -16,8 +16,9 @@ Replies (what the client receives):
 - A reply that fails (unknown voice, empty or too long text, busy server, malformed event) gets an `error` event as
   soon as the failure is known (a sentence already being spoken is finished first), then still ends as above:
   audio-start (if not sent yet), audio-stop and, for a stream, synthesize-stopped once the client sends
-  synthesize-stop. Home Assistant ignores `error` events and has no read timeout, so a reply that did not end would
-  hang it. A stream that carries no text at all is not an error: its audio is empty.
+  synthesize-stop (or the stream times out, below). Home Assistant ignores `error` events and has no read timeout,
+  so a reply that did not end would hang it. A stream that carries no text at all is not an error: its audio is
+  empty.
 - An event out of order gets an `error` event: synthesize-chunk outside a stream, a second synthesize-start
   (ignored; the open stream goes on), synthesize-stop outside a stream (followed by synthesize-stopped, which the
   client waits for). Unknown event types are ignored.
@@ -28,8 +29,14 @@ Limits (config.yaml's `server` section), so that no client can tie up the server
   non-negative integers, more than server.max_event_bytes, invalid JSON) gets an `error` and the connection is
   closed: where the next event would start is unknown. So does an event not complete within server.event_timeout
   of its first byte, and a client that keeps sending requests after server.max_queued_replies of them were refused.
-- server.max_connections: a connection beyond them gets an `error` and is closed at once.
-- server.idle_timeout: a connection silent for that long while none of its replies is being spoken is closed.
+- server.max_connections, and server.max_connections_per_peer from one IP address (every local socket is one peer):
+  a connection beyond them gets an `error` and is closed at once.
+- server.stream_pause_timeout (between a stream's chunks) and server.stream_max_seconds (from its start to its
+  stop): a stream past either gets an `error` ("stream-timeout") and its end (audio-stop, synthesize-stopped)
+  without its synthesize-stop; its later chunks are refused like chunks outside a stream, its synthesize-stop is
+  not answered (its synthesize-stopped has gone out), and the connection goes on (wyoming/stream_deadline.py).
+- server.idle_timeout: a connection silent for that long while none of its replies is being spoken is closed; an
+  open stream is ended first, as a timed-out one is.
 - server.max_queued_replies: a request beyond them is refused with an `error` and still ended in order.
 - server.max_buffered_audio_seconds: a client that falls that far behind in reading its audio and does not catch
   up within as many seconds gets an `error` and is cut off; its reply is aborted (the engine never waits for it).
@@ -62,6 +69,7 @@ from service.wyoming.reply_log import ReplyLog
 from service.wyoming.sentence_audio import sentence_audio
 from service.wyoming.sentences import StreamingSentences
 from service.wyoming.speech_engine import SpeechEngine, Voice
+from service.wyoming.stream_deadline import StreamDeadline, StreamLimits, StreamTimeout
 from service.wyoming.utterances import OpenText, Utterance
 
 _LOG = logging.getLogger(__name__)
@@ -138,10 +146,13 @@ class Reply:
 
     With `stream_input`, a stream is handed out as utterances instead (wyoming/utterances.py): each an async
     iterator of text pieces, handed out once its first words have come and fed to one request while it speaks; the
-    same pause after a sentence end closes it."""
+    same pause after a sentence end closes it.
+
+    With `limits`, a stream that waits too long for its text is timed out (wyoming/stream_deadline.py): it fails
+    with a StreamTimeout and is complete without the client's synthesize-stop."""
 
     def __init__(self, voice: SynthesizeVoice | None, streaming: bool, max_text_length: int,
-                 stream_input: bool = False):
+                 stream_input: bool = False, limits: StreamLimits | None = None):
         self.voice = voice
         self.streaming = streaming
         self._open = OpenText() if streaming and stream_input else None
@@ -154,9 +165,16 @@ class Reply:
         self._complete = False
         self._error: ReplyError | None = None
         self._changed = asyncio.Event()
+        self.timed_out = False
+        # A stream that failed still waits for its synthesize-stop: the deadline bounds that wait too.
+        self._deadline = StreamDeadline(limits, self.time_out) if streaming and limits is not None else None
 
     def add(self, text: str) -> None:
-        if self._complete or self._error is not None:
+        if self._complete:
+            return
+        if self._deadline is not None:
+            self._deadline.text_arrived()
+        if self._error is not None:
             return
         self._length += len(text)
         if self.text_since is None and text.strip():
@@ -184,8 +202,23 @@ class Reply:
                 self._sentences.append(started)
         elif self._error is None and (rest := self._splitter.finish()):
             self._sentences.append(rest)
+        self._end_text()
+
+    def time_out(self, error: StreamTimeout) -> None:
+        """The stream waited too long for its text: it fails (unless it had failed already: the first error is the
+        one the client hears about) and is complete, so that its end is sent without the client's synthesize-stop.
+        """
+        if self._complete:
+            return
+        self.fail(error)
+        self.timed_out = True
+        self._end_text()
+
+    def _end_text(self) -> None:
         self._pending_until = None
         self._complete = True
+        if self._deadline is not None:
+            self._deadline.cancel()
         self._changed.set()
 
     def fail(self, error: ReplyError) -> None:
@@ -289,6 +322,7 @@ class ChorusServer:
         self._handlers: set[ChorusHandler] = set()
         self._closing = False
         self._refusing = False  # at max_connections: said once in the log, not once per refused connection
+        self._refused_hosts: set[str] = set()  # hosts at max_connections_per_peer, said once each in the log
 
     async def start(self) -> None:
         # The stream's line limit bounds what a header line can make it buffer (readuntil stops there).
@@ -336,14 +370,22 @@ class ChorusServer:
         if self._closing:
             writer.close()
             return
+        host = _host(writer)
+        per_peer = self.limits.max_connections_per_peer
+        if sum(handler.host == host for handler in self._handlers) >= per_peer:
+            if host not in self._refused_hosts:
+                _LOG.warning("%s has %d connections open (server.max_connections_per_peer): refusing its new ones",
+                             host, per_peer)
+            self._refused_hosts.add(host)
+            await _refuse(reader, writer, f"{host} has {per_peer} connections open already, the most one host may")
+            return
+        self._refused_hosts.discard(host)
         if self.connections >= self.limits.max_connections:
             if not self._refusing:
                 _LOG.warning("%d connections are open (server.max_connections): refusing new ones",
                              self.connections)
             self._refusing = True
-            await _hang_up(reader, writer, f"the server has {self.limits.max_connections} connections open already",
-                           "too-many-connections")
-            _close(writer)
+            await _refuse(reader, writer, f"the server has {self.limits.max_connections} connections open already")
             return
         if self._refusing:
             _LOG.info("accepting new connections again")
@@ -374,7 +416,8 @@ class ChorusHandler(AsyncEventHandler):
         self._speaking: tuple[Reply, _AudioOut] | None = None  # the reply being spoken and its audio so far
         self._ending: ReplyError | None = None  # set when a shutdown ends every reply of this connection
         peer = writer.get_extra_info("peername")
-        self._peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "a local socket"
+        self.host = _host(writer)
+        self._peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else self.host
         limits = server.limits
         self._events = EventReader(reader, limits.max_event_bytes)
         self._quiet_since = time.monotonic()  # the last event, or the end of the last reply
@@ -422,6 +465,9 @@ class ChorusHandler(AsyncEventHandler):
                     raise
                 if not busy:  # nothing but an event makes it busy again: it has been idle all along
                     _LOG.debug("%s idle for %g s; closing the connection", self._peer, limits.idle_timeout)
+                    if (stream := self._open_stream) is not None:  # ended first, as one past its own limits is
+                        stream.time_out(StreamTimeout(f"no text for {limits.idle_timeout:g} s (server.idle_timeout)"))
+                        await self.wait_idle()
                     return None
         if not began:
             return None
@@ -441,7 +487,14 @@ class ChorusHandler(AsyncEventHandler):
     def _busy(self) -> bool:
         """Whether a reply that has all its text is still being spoken: a silent client is then waiting for audio,
         not idle. An open stream waits for the client's text, so it does not count."""
-        return self._unspoken() > (self._stream is not None)
+        return self._unspoken() > (self._open_stream is not None)
+
+    @property
+    def _open_stream(self) -> Reply | None:
+        """The stream between synthesize-start and synthesize-stop, unless it timed out: the server has ended it
+        then, and the client's later chunks are refused as if no stream were open (its synthesize-stop, which
+        forgets it, is not answered: its synthesize-stopped went out with its end)."""
+        return None if self._stream is None or self._stream.timed_out else self._stream
 
     async def write_event(self, event: Event) -> None:
         """Writes, then waits while max_buffered_audio_seconds of audio are unread, as long as that many seconds;
@@ -484,7 +537,7 @@ class ChorusHandler(AsyncEventHandler):
         return True
 
     def _on_synthesize(self, event: Event) -> None:
-        if self._stream is not None:
+        if self._open_stream is not None:
             return  # Home Assistant's copy of the whole text for servers that cannot stream
         reply = self._enqueue(streaming=False, event=event)
         try:
@@ -498,19 +551,20 @@ class ChorusHandler(AsyncEventHandler):
         reply.finish()
 
     async def _on_stream_start(self, event: Event) -> None:
-        if self._stream is not None:
+        if self._open_stream is not None:
             await self._error(UnexpectedEvent("synthesize-start while a stream is open; it is ignored"))
             return
         self._stream = self._enqueue(streaming=True, event=event)
 
     async def _on_stream_chunk(self, event: Event) -> None:
-        if self._stream is None:
-            await self._error(UnexpectedEvent("synthesize-chunk without synthesize-start"))
+        if (stream := self._open_stream) is None:
+            why = "after its stream timed out" if self._stream is not None else "without synthesize-start"
+            await self._error(UnexpectedEvent(f"synthesize-chunk {why}"))
             return
         try:
-            self._stream.add(_text(event.data))
+            stream.add(_text(event.data))
         except MalformedEvent as error:
-            self._stream.fail(error)
+            stream.fail(error)
 
     async def _on_stream_stop(self) -> None:
         if self._stream is None:
@@ -521,7 +575,8 @@ class ChorusHandler(AsyncEventHandler):
         self._stream = None
 
     def _enqueue(self, streaming: bool, event: Event) -> Reply:
-        limit = self._server.limits.max_queued_replies
+        limits = self._server.limits
+        limit = limits.max_queued_replies
         if self._unspoken() >= 2 * limit:  # it ignores its refusals: only the connection's end stops it
             raise TooManyRequests(f"{limit} replies are waiting and {limit} more were refused")
         try:
@@ -531,8 +586,8 @@ class ChorusHandler(AsyncEventHandler):
             voice, error = None, malformed
         if self._unspoken() >= limit:
             voice, error = None, QueueFull(f"{limit} replies are waiting on this connection already")
-        reply = Reply(voice, streaming, self._server.max_text_length,
-                      stream_input=self._server.limits.streaming_input)
+        reply = Reply(voice, streaming, self._server.max_text_length, stream_input=limits.streaming_input,
+                      limits=StreamLimits(limits.stream_pause_timeout, limits.stream_max_seconds))
         if error is not None:
             reply.fail(error)
         self._replies.put_nowait(reply)
@@ -632,15 +687,16 @@ class ChorusHandler(AsyncEventHandler):
                 counted = "rejected" if isinstance(error, QueueFull) else "error"
                 await self._error(error)
                 await reply.wait_complete()
-            await audio.end(reply.streaming)
-            self._speaking = None
         except asyncio.CancelledError:
             if self._ending is not None:
                 status = f"aborted: {self._ending}"
             raise
         finally:
+            # Before the reply's last event: whoever has the whole reply finds it counted and its line in the log.
             self._server.metrics.requests_total.labels(status=counted).inc()
             log.done(status, reply.characters, reply.text_since)
+        await audio.end(reply.streaming)
+        self._speaking = None
 
 
 async def _hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, text: str, code: str) -> None:
@@ -655,10 +711,32 @@ async def _hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, t
                 pass
 
 
+async def _refuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, text: str) -> None:
+    """A connection beyond the limits: an `error` ("too-many-connections"), then the close."""
+    await _hang_up(reader, writer, text, "too-many-connections")
+    _close(writer)
+
+
 def _close(writer: asyncio.StreamWriter) -> None:
-    """Close once the buffered bytes are out, or drop them after _CLOSE_GRACE (abort() of a closed one is a no-op)."""
+    """Close once the buffered bytes are out, or drop them after _CLOSE_GRACE. The drop is called off once the
+    transport has closed: abort() of a transport that closed after its buffer drained fails inside asyncio (its loop
+    is gone by then), which the loop logs as "Exception in callback"."""
     writer.close()
-    asyncio.get_running_loop().call_later(_CLOSE_GRACE, writer.transport.abort)
+    drop = asyncio.get_running_loop().call_later(_CLOSE_GRACE, writer.transport.abort)
+
+    def closed(task: asyncio.Future) -> None:
+        drop.cancel()
+        if not task.cancelled():
+            task.exception()  # retrieved: a reset while closing is no news
+
+    # The task is held by the transport until it closes (its close waiter) and by `drop` until then.
+    asyncio.ensure_future(writer.wait_closed()).add_done_callback(closed)
+
+
+def _host(writer: asyncio.StreamWriter) -> str:
+    """Who is connected, as max_connections_per_peer counts them: the IP address; every local socket is one."""
+    peer = writer.get_extra_info("peername")
+    return peer[0] if isinstance(peer, tuple) else "a local socket"
 
 
 def _fields(data: Any) -> dict[str, Any]:
