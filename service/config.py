@@ -208,7 +208,7 @@ class ServerSettings:
     shutdown_timeout: float = _setting(10.0, _seconds)
     log_level: str = _setting("INFO", _one_of("DEBUG", "INFO", "WARNING", "ERROR", normalise=str.upper))
     max_connections: int = _setting(64, _integer(1))
-    max_connections_per_peer: int = _setting(16, _integer(1))
+    max_connections_per_peer: int = _setting(32, _integer(1))
     idle_timeout: float = _setting(300.0, _seconds)
     stream_pause_timeout: float = _setting(20.0, _seconds)
     stream_max_seconds: float = _setting(120.0, _seconds)
