@@ -21,7 +21,8 @@ from urllib.parse import urlparse
 from service.config import ConfigError, Settings, load_settings
 from service.errors import EngineError, SetupError
 from service.export.hub import HUB_MODELS
-from service.metrics import Metrics, MetricsServer
+from service.metrics import Metrics
+from service.metrics_http import MetricsServer
 from service.wyoming.discovery import Advertisement, advertised_address, default_name
 from service.wyoming.listeners import bind_listener
 from service.wyoming.server import ChorusServer, program_version
@@ -63,8 +64,9 @@ class Service:
                 metrics_socket.close()
             raise
         if metrics_socket is not None:
-            self.metrics_server = MetricsServer(self.metrics, lambda: self.engine.stats().alive, metrics_socket)
-            await self.metrics_server.start()
+            # Its own thread: the serving loop does no metrics work, and a stuck serving loop does not mute the probe.
+            self.metrics_server = MetricsServer(self.metrics, lambda: self.engine.core.alive, metrics_socket)
+            self.metrics_server.start()
         self.server = ChorusServer(
             self.engine, wyoming_socket,
             max_text_length=s.engine.max_text_length, samples_per_chunk=s.engine.samples_per_chunk,
@@ -91,7 +93,7 @@ class Service:
         if self.server is not None:
             await self.server.stop(timeout)
         if self.metrics_server is not None:
-            await self.metrics_server.stop()
+            await asyncio.to_thread(self.metrics_server.stop)
         if self.engine is not None:
             await asyncio.to_thread(self.engine.stop, timeout)
 
@@ -218,6 +220,10 @@ def _serve_parser() -> argparse.ArgumentParser:
                           help="advertise over zeroconf, optionally under NAME (zeroconf.enabled, zeroconf.name)")
     zeroconf.add_argument("--no-zeroconf", action="store_true", help="do not advertise over zeroconf")
     parser.add_argument("--metrics-port", type=int, help="port of /metrics and /health (metrics.port)")
+    parser.add_argument("--metrics-address",
+                        help="address /metrics and /health listen on, e.g. 127.0.0.1 (metrics.address)")
+    parser.add_argument("--no-metrics", action="store_true",
+                        help="serve neither /metrics nor /health (metrics.enabled: false)")
     parser.add_argument("--version", action="version", version=f"{PROG} {program_version() or '(not installed)'}")
     _common_flags(parser)
     return parser
@@ -259,7 +265,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     flags = {
         "uri": "server.uri", "model": "engine.model", "data_dir": "engine.data_dir", "device": "engine.device",
         "kv_precision": "engine.kv_precision", "inference_precision": "engine.inference_precision",
-        "metrics_port": "metrics.port", "seed": "engine.seed",
+        "metrics_port": "metrics.port", "metrics_address": "metrics.address", "seed": "engine.seed",
     }
     overrides = {key: getattr(args, flag) for flag, key in flags.items() if getattr(args, flag, None) is not None}
     # An f32 cache next to bf16 arithmetic would be exact nowhere: f32 KV asks for the exact mode.
@@ -273,6 +279,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
             overrides["zeroconf.name"] = args.zeroconf
     if getattr(args, "no_zeroconf", False):
         overrides["zeroconf.enabled"] = False
+    if getattr(args, "no_metrics", False):
+        overrides["metrics.enabled"] = False
     if args.debug:
         overrides["server.log_level"] = "DEBUG"
     return overrides

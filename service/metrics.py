@@ -1,20 +1,10 @@
-"""Prometheus metrics, and the small HTTP server that exposes them at /metrics beside a /health probe.
+"""Prometheus metrics (service.metrics_http serves them at /metrics beside a /health probe).
 
 Each Metrics object owns its own CollectorRegistry, so several engines (tests) never clash over global names.
-The HTTP server is a few lines of asyncio on the server's own loop: prometheus_client's own servers cannot answer
-/health, and a probe that goes unanswered when the event loop is stuck is the honest answer anyway.
 """
 from __future__ import annotations
 
-import asyncio
-import logging
-import socket
-from collections.abc import Callable
-
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
-
-_LOG = logging.getLogger(__name__)
 
 REQUEST_STATUSES = ("ok", "error", "aborted", "rejected")
 
@@ -72,65 +62,3 @@ class Metrics:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
-
-
-class MetricsServer:
-    """GET /metrics (Prometheus text format) and GET /health (200 while `alive()`, else 503)."""
-
-    _READ_TIMEOUT = 5.0
-
-    def __init__(self, metrics: Metrics, alive: Callable[[], bool], listener: socket.socket):
-        self._metrics = metrics
-        self._alive = alive
-        self._listener = listener  # bound before the model loads (service.wyoming.listeners)
-        self._server: asyncio.Server | None = None
-
-    @property
-    def port(self) -> int:
-        """The bound port (the configured one, or the one the OS picked for port 0)."""
-        if self._server is None:
-            raise RuntimeError("the metrics server is not started")
-        return self._server.sockets[0].getsockname()[1]
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, sock=self._listener)
-        host = self._listener.getsockname()[0]
-        _LOG.info("metrics on http://%s:%s/metrics", f"[{host}]" if ":" in host else host, self.port)
-
-    async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            request = await asyncio.wait_for(reader.readline(), self._READ_TIMEOUT)
-            while (await asyncio.wait_for(reader.readline(), self._READ_TIMEOUT)).strip():
-                pass  # headers: none matter here
-            status, content_type, body = self._respond(request.decode("latin-1").split())
-            head = (
-                f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n"
-                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-            )
-            writer.write(head.encode("latin-1") + body)
-            await writer.drain()
-        except (TimeoutError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
-    def _respond(self, request_line: list[str]) -> tuple[str, str, bytes]:
-        text = "text/plain; charset=utf-8"
-        if len(request_line) != 3:
-            return "400 Bad Request", text, b"bad request\n"
-        method, target, _version = request_line
-        path = target.split("?", 1)[0]
-        if method != "GET":
-            return "405 Method Not Allowed", text, b"only GET\n"
-        if path == "/metrics":
-            return "200 OK", CONTENT_TYPE_LATEST, self._metrics.exposition()
-        if path == "/health":
-            if self._alive():
-                return "200 OK", text, b"ok\n"
-            return "503 Service Unavailable", text, b"engine loop stopped\n"
-        return "404 Not Found", text, b"not found: try /metrics or /health\n"

@@ -15,7 +15,8 @@ from wyoming.event import Event, async_read_event
 from wyoming.info import Describe, Info
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
 
-from service.metrics import Metrics, MetricsServer
+from service.metrics import Metrics
+from service.metrics_http import MetricsServer
 from service.wyoming.listeners import bind_listener
 from service.wyoming.server import ChorusServer
 
@@ -373,7 +374,7 @@ async def test_metrics_endpoint_exports_the_contract_names_and_health(chorus):
 async def test_health_is_503_once_the_engine_loop_is_dead_and_unknown_paths_are_404():
     alive = True
     server = MetricsServer(Metrics(), lambda: alive, bind_listener(f"tcp://{HOST}:0", "metrics.port", "--metrics-port"))
-    await server.start()
+    server.start()
 
     def status(path: str) -> int:
         try:
@@ -388,7 +389,7 @@ async def test_health_is_503_once_the_engine_loop_is_dead_and_unknown_paths_are_
         assert await asyncio.to_thread(status, "/health") == 503
         assert await asyncio.to_thread(status, "/nothing") == 404
     finally:
-        await server.stop()
+        server.stop()
 
 
 async def test_every_request_received_is_counted_once_refused_ones_included(chorus):
