@@ -214,6 +214,11 @@ class Reply:
         self.timed_out = True
         self._end_text()
 
+    def abandon(self) -> None:
+        """The client left: no deadline may fire for it later (it would keep the reply alive for nothing)."""
+        if self._deadline is not None:
+            self._deadline.cancel()
+
     def _end_text(self) -> None:
         self._pending_until = None
         self._complete = True
@@ -601,6 +606,8 @@ class ChorusHandler(AsyncEventHandler):
 
     async def disconnect(self) -> None:
         self._server.forget(self)
+        if self._stream is not None:
+            self._stream.abandon()
         if self._speaker is not None:
             self._speaker.cancel()  # closes the engine iterator: the request is aborted, its blocks freed
             await asyncio.wait([self._speaker])
