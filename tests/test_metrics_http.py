@@ -14,7 +14,9 @@ from urllib.parse import urlparse
 import pytest
 
 from service.cli import main
-from service.metrics_http import MAX_CONNECTIONS, REQUEST_DEADLINE
+from service.metrics import Metrics
+from service.metrics_http import MAX_CONNECTIONS, RENDER_SHARE, REQUEST_DEADLINE, MetricsServer
+from service.wyoming.listeners import bind_listener
 
 from conftest import free_port
 
@@ -157,3 +159,31 @@ def test_no_metrics_binds_no_metrics_listener(capsys):
         port = str(taken.getsockname()[1])
         assert "in use" in _start_up_error(capsys, "--metrics-port", port)
         assert "export" in _start_up_error(capsys, "--metrics-port", port, "--no-metrics")
+
+
+def test_a_flood_of_scrapes_renders_at_most_render_share_of_the_time():
+    """Rendering holds the interpreter lock the engine needs: a flood waits its turn instead of taking that time."""
+    render_seconds = 0.02
+    starts: list[float] = []
+
+    class SlowMetrics(Metrics):
+        def exposition(self) -> bytes:
+            starts.append(time.monotonic())
+            time.sleep(render_seconds)  # a render that costs this long
+            return super().exposition()
+
+    server = MetricsServer(SlowMetrics(), lambda: True, bind_listener("tcp://127.0.0.1:0", "metrics.port", "--x"))
+    server.start()
+    try:
+        url = f"http://127.0.0.1:{server.port}/metrics"
+        scrapes = [threading.Thread(target=get, args=(url,)) for _ in range(5)]
+        for scrape in scrapes:
+            scrape.start()
+        for scrape in scrapes:
+            scrape.join()
+    finally:
+        server.stop()
+    assert len(starts) == 5
+    assert RENDER_SHARE <= 0.1  # a flood may take at most a tenth of one core from the engine
+    gaps = [later - earlier for earlier, later in zip(starts, starts[1:], strict=False)]
+    assert min(gaps) >= render_seconds / RENDER_SHARE * 0.95, gaps
