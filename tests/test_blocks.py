@@ -98,8 +98,7 @@ def prompted(seq_id: int, prompt: np.ndarray) -> Sequence:
 
 def computed(blocks: BlockManager, s: Sequence) -> Sequence:
     """As the scheduler does: admit (reusing what it can), then compute the whole prompt."""
-    s.num_computed = blocks.reuse_prefix(s)
-    assert blocks.allocate(s, s.num_rows) is not None
+    assert blocks.admit(s, s.num_rows) is not None
     s.num_computed = s.num_rows
     blocks.remember_prefix(s)
     return s
@@ -114,14 +113,15 @@ def test_a_later_request_with_the_same_prompt_start_reuses_its_full_blocks():
     other = PROMPT.copy()
     other[9:] += 1  # differs only in the last, partial block
     b = prompted(2, other)
-    assert blocks.reuse_prefix(b) == 8 and b.block_table == a.block_table[:2]
-    assert blocks.allocate(b, b.num_rows) == [3]  # its own third block
+    assert blocks.reusable_rows(b) == 8 and b.block_table == [] and blocks.rows_reused == 0  # a look only
+    assert blocks.admit(b, b.num_rows) == 8
+    assert b.block_table == a.block_table[:2] + [3]  # its own third block
     blocks.check_integrity()
     assert blocks.num_used == 4 and blocks.rows_reused == 8
     differs_early = PROMPT.copy()
     differs_early[5] += 1  # the second block differs: the chain stops after the first
     c = prompted(3, differs_early)
-    assert blocks.reuse_prefix(c) == 4 and c.block_table == a.block_table[:1]
+    assert blocks.admit(c, 5) == 4 and c.block_table[:1] == a.block_table[:1]
     blocks.check_integrity()
 
 
@@ -136,7 +136,7 @@ def test_a_shared_block_returns_to_the_pool_only_when_no_request_holds_it():
     assert blocks.num_used == 0 and blocks.num_cached == 2 and blocks.num_free == 8
     blocks.check_integrity()
     c = prompted(3, PROMPT)
-    assert blocks.reuse_prefix(c) == 8 and blocks.num_cached == 0  # taken back out of the cache
+    assert blocks.admit(c, 9) == 8 and blocks.num_cached == 0  # taken back out of the cache
     blocks.check_integrity()
 
 
@@ -149,8 +149,8 @@ def test_cached_blocks_are_evicted_least_recently_freed_first_and_only_when_the_
     taker = seq(3)
     assert blocks.allocate(taker, 3 * 4) is not None  # the 2 plain free blocks, then the oldest cached one
     blocks.check_integrity()
-    assert blocks.reuse_prefix(prompted(4, old[:9])) == 0  # its first block was forgotten: the chain is broken
-    assert blocks.reuse_prefix(prompted(5, new[:9])) == 8
+    assert blocks.reusable_rows(prompted(4, old[:9])) == 0  # its first block was forgotten: the chain is broken
+    assert blocks.admit(prompted(5, new[:9]), 9) == 8
     blocks.check_integrity()
 
 
@@ -158,13 +158,27 @@ def test_the_last_prompt_row_is_always_computed():
     blocks = BlockManager(8, 4)
     computed(blocks, prompted(1, PROMPT[:8]))  # exactly two blocks
     again = prompted(2, PROMPT[:8])
-    assert blocks.reuse_prefix(again) == 4  # not 8: the step that computes row 7 emits the first frame
+    assert blocks.reusable_rows(again) == 4  # not 8: the step that computes row 7 emits the first frame
 
 
 def test_with_prefix_caching_off_nothing_is_reused():
     blocks = BlockManager(8, 4, prefix_caching=False)
     computed(blocks, prompted(1, PROMPT))
-    assert blocks.reuse_prefix(prompted(2, PROMPT)) == 0 and blocks.num_cached == 0
+    assert blocks.reusable_rows(prompted(2, PROMPT)) == 0 and blocks.num_cached == 0
+
+
+def test_an_admission_the_pool_cannot_take_changes_and_counts_nothing():
+    blocks = BlockManager(4, 4)
+    blocks.free(computed(blocks, prompted(1, PROMPT)))  # 2 blocks stay cached
+    hog = seq(2)
+    blocks.allocate(hog, 8)  # the 2 plain free blocks
+    late = prompted(3, PROMPT)
+    assert blocks.admit(late, late.num_rows) is None  # its 2 cached blocks and 1 more: the pool has 2
+    assert late.block_table == [] and blocks.num_cached == 2 and blocks.rows_reused == 0
+    blocks.check_integrity()
+    blocks.free(hog)
+    assert blocks.admit(late, late.num_rows) == 8 and blocks.rows_reused == 8
+    blocks.check_integrity()
 
 
 def test_integrity_detects_a_wrong_reference_count():

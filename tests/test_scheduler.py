@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from hypothesis import settings
+from hypothesis import seed, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
@@ -83,17 +83,19 @@ class Recorder:
 
     def step(self) -> tuple[list, StepResult]:
         entries = self.sched.schedule()
+        self.preempted += [s.id for s in self.sched.preempted]
         result = self.sched.update(entries, self.runner.step(entries))
         for seq, codes in result.new_frames:
             self.delivered.setdefault(seq.id, []).append(codes)
-        self.preempted += [s.id for s in result.preempted]
         self.sched.check_integrity()
         return entries, result
 
-    def run(self, max_steps=1000) -> int:
+    def run(self, max_steps=1000, until=None) -> int:
+        """Steps until the scheduler has no work left, or until `until()` holds."""
+        done = until or (lambda: not self.sched.has_work())
         for steps in range(1, max_steps + 1):
             self.step()
-            if not self.sched.has_work():
+            if done():
                 return steps
         raise AssertionError("the scheduler did not drain")
 
@@ -241,8 +243,8 @@ def test_a_preempted_request_is_not_readmitted_in_the_step_that_preempted_it():
     rec = Recorder(sched, runner)
     plan = []
     while sched.has_work():
-        entries, result = rec.step()
-        plan.append(([(e.seq.id, e.start, e.num_new, e.emits) for e in entries], seq_ids(result.preempted)))
+        entries, _ = rec.step()
+        plan.append(([(e.seq.id, e.start, e.num_new, e.emits) for e in entries], seq_ids(sched.preempted)))
     assert plan == [
         ([(1, 0, 4, True)], []),  # the budget stops 2's admission
         ([(1, 4, 1, True), (2, 0, 2, True)], []),
@@ -415,7 +417,7 @@ def text_row(seq: Sequence, k: int) -> np.ndarray:
     return np.full((1, H), 0.01 * (k + 1) + seq.id, np.float32)
 
 
-def test_a_request_awaiting_text_keeps_its_blocks_and_place_and_takes_no_budget():
+def test_a_request_awaiting_text_is_parked_with_its_blocks_and_takes_no_budget():
     # Budget 4: with the open request's rows counted, the other's decode and a new prefill could not both run.
     sched, runner = make(max_running=3, token_budget=4)
     sched.add(open_seq(1, 3, 20, text_rows=1))
@@ -423,24 +425,155 @@ def test_a_request_awaiting_text_keeps_its_blocks_and_place_and_takes_no_budget(
     rec = Recorder(sched, runner)
     entries, _ = rec.step()
     assert [(e.seq.id, e.num_new) for e in entries] == [(1, 3), (2, 1)]  # 2 prefilled in the budget left
-    rec.step()  # 1 emits frame 1: it has text for frame 0 and 1? no: one row, so frame 0's input only
+    rec.step()  # 1's one text row went into its first frame's input; the second frame's needs the next
     seq1 = sched.requests[1]
     assert seq1.awaiting_text and len(seq1.frames) == 1
+    assert seq1.status is SequenceStatus.PARKED and sched.parked == [seq1] and seq_ids(sched.running) == [2]
     blocks = list(seq1.block_table)
     for _ in range(3):
         entries, _ = rec.step()
         assert ids(entries) == [2]  # no step for 1, and 2 decodes
-    assert seq1.block_table == blocks and seq1.status is SequenceStatus.RUNNING
+    assert seq1.block_table == blocks and seq1.status is SequenceStatus.PARKED
     sched.add(make_seq(3, 3, 5))
     entries, _ = rec.step()
     assert [(e.seq.id, e.num_new) for e in entries] == [(2, 1), (3, 3)]  # the whole budget, 1 takes none
     seq1.feed_text(text_row(seq1, 1), close=False)
     entries, _ = rec.step()
-    assert ids(entries) == [1, 2, 3]  # its place kept: first in line again
+    assert [(e.seq.id, e.start, e.num_new) for e in entries] == [(2, 6, 1), (3, 3, 1), (1, 3, 1)]
+    assert seq1.block_table == blocks and rec.preempted == []  # it rejoined with its cache: nothing recomputed
     seq1.feed_text(np.zeros((0, H), np.float32), close=True)
     rec.run()
     rec.assert_frames(1, 20)
     rec.assert_frames(2, 20)
+
+
+def silent_streams(count: int, **config) -> tuple[Scheduler, Recorder]:
+    """`count` streams (ids 1, 2, ...; 7 prompt rows, one text row) that each made their first frames and were
+    then parked: their text stopped coming."""
+    sched, runner = make(**config)
+    rec = Recorder(sched, runner)
+    for seq_id in range(1, count + 1):
+        assert sched.add(open_seq(seq_id, 7, 8, text_rows=1))
+    while len(sched.parked) < count:
+        rec.step()
+    assert sched.running == [] and len(sched.awaiting_text) == count
+    return sched, rec
+
+
+def test_silent_streams_leave_the_batch_to_a_request_that_can_run():
+    # Issue 15: streams that stopped sending text took every batch place; a one-shot "Hi." never ran.
+    sched, rec = silent_streams(2, max_running=2)
+    blocks = {seq.id: list(seq.block_table) for seq in sched.parked}
+    sched.add(make_seq(3, 2, 3))
+    entries, _ = rec.step()
+    assert ids(entries) == [3]
+    rec.run(until=lambda: 3 not in sched.requests)
+    rec.assert_frames(3, 3)
+    assert {seq.id: seq.block_table for seq in sched.parked} == blocks and rec.preempted == []  # as they were
+    for seq in list(sched.parked):
+        sched.feed(seq.id, text_row(seq, 1), frame_cap=8, close=True)
+    rec.run()
+    rec.assert_frames(1, 8)
+    rec.assert_frames(2, 8)
+
+
+def test_silent_streams_give_their_blocks_to_a_request_that_can_run():
+    # 4 blocks of 4 rows: two parked streams of 8 rows hold them all; "Hi." needs one.
+    sched, rec = silent_streams(2, num_blocks=4)
+    assert sched.blocks.num_free == 0
+    sched.add(make_seq(3, 2, 3))
+    entries, _ = rec.step()
+    assert ids(entries) == [3] and rec.preempted == [1]  # the stream parked longest gave its blocks up
+    assert seq_ids(sched.parked) == [2] and seq_ids(sched.waiting) == [1]
+    rec.run(until=lambda: 3 not in sched.requests)
+    rec.assert_frames(3, 3)
+    for seq in (sched.requests[1], sched.requests[2]):
+        sched.feed(seq.id, text_row(seq, 1), frame_cap=8, close=True)
+    rec.run()
+    rec.assert_frames(1, 8)  # recomputed: nothing repeated or lost
+    rec.assert_frames(2, 8)
+
+
+def test_a_waiting_request_awaiting_text_takes_only_free_blocks_and_blocks_no_one():
+    sched, rec = silent_streams(2, num_blocks=4)
+    assert sched.add(open_seq(3, 7, 8, text_rows=0))  # could prefill, but only into blocks it would take from a stream
+    sched.add(make_seq(4, 2, 3))
+    entries, _ = rec.step()
+    assert ids(entries) == [4] and rec.preempted == [1]  # 4 went past it, and made room for itself alone
+    assert seq_ids(sched.waiting) == [1, 3]
+    rec.run(until=lambda: 4 not in sched.requests)
+    rec.assert_frames(4, 3)
+
+
+def test_a_streamed_request_cached_up_to_its_last_row_waits_for_its_text():
+    # Issue 15 (found by test_random_operations): admitted with a zero-row chunk, which the runner rejects.
+    sched, runner = make(block_size=4)
+    rec = Recorder(sched, runner)
+    sched.add(Sequence(1, SHARED_PROMPT[:5], np.zeros((0, H), np.float32), np.full(H, 0.5, np.float32), 1))
+    rec.run()  # its first block of 4 prompt rows stays cached
+    stream = Sequence(2, SHARED_PROMPT[:5], np.zeros((0, H), np.float32), np.full(H, 0.5, np.float32), 3)
+    stream.text_open = True  # rows 0-3 cached, row 4 held back until text comes: nothing to compute
+    sched.add(stream)
+    entries, _ = rec.step()
+    assert entries == [] and seq_ids(sched.waiting) == [2] and sched.blocks.rows_reused == 0
+    sched.feed(2, text_row(stream, 0), frame_cap=3, close=True)
+    entries, _ = rec.step()
+    assert [(e.seq.id, e.start, e.num_new) for e in entries] == [(2, 4, 1)]
+    assert sched.blocks.rows_reused == 4
+    rec.run()
+    rec.assert_frames(2, 3)
+
+
+def test_a_fed_request_that_outgrows_the_pool_ends_at_once():
+    # Issue 15: 6 blocks of 4 rows. Its raised frame cap needs 4 + 30 - 1 = 33 rows = 9 blocks: it used to
+    # preempt itself and be re-admitted at every step, for ever, with everything else waiting behind it.
+    sched, runner = make(num_blocks=6)
+    rec = Recorder(sched, runner)
+    stream = open_seq(1, 4, 5, text_rows=1)
+    sched.add(stream)
+    sched.add(make_seq(2, 3, 6))
+    rec.step()
+    assert sched.feed(1, text_row(stream, 1), frame_cap=8, close=False) is None  # 11 rows: it still fits
+    assert stream.frame_cap == 8
+    assert sched.feed(1, text_row(stream, 2), frame_cap=30, close=False) is stream
+    assert stream.finish_reason is FinishReason.ERROR and 1 not in sched.requests
+    assert "needs 9 KV cache blocks (4 prompt rows + up to 30 frames)" in stream.error and "holds 6" in stream.error
+    sched.check_integrity()
+    assert sched.feed(1, text_row(stream, 3), frame_cap=40, close=True) is None  # ended: ignored
+    rec.run()
+    rec.assert_frames(2, 6)
+    assert sched.blocks.num_free == 6
+
+
+def test_prefix_rows_are_counted_once_when_reused_not_each_time_they_could_have_been():
+    # Issue 15: reuse was counted before the allocation was tried, and again at every step it failed.
+    sched, runner = make(num_blocks=4)
+    rec = Recorder(sched, runner)
+    shared = lambda seq_id, cap: Sequence(seq_id, SHARED_PROMPT[:9], np.zeros((0, H), np.float32),  # noqa: E731
+                                          np.full(H, 0.5, np.float32), cap)
+    sched.add(shared(1, 1))
+    rec.run()  # 3 blocks: the first two stay cached
+    sched.add(make_seq(2, 5, 3))  # takes the 2 plain free blocks for its 3 steps
+    sched.add(shared(3, 2))  # 2 cached blocks and 1 more: 3 > the 2 free ones, so it waits those 3 steps
+    for _ in range(3):
+        assert ids(rec.step()[0]) == [2]
+    assert sched.blocks.rows_reused == 0
+    entries, _ = rec.step()
+    assert [(e.seq.id, e.start) for e in entries] == [(3, 8)]
+    assert sched.blocks.rows_reused == 8
+    rec.run()
+    rec.assert_frames(3, 2)
+
+
+def test_a_preemption_by_a_schedule_without_entries_is_reported():
+    sched, runner = make(max_running=1)
+    ahead = make_seq(1, 3, 6)
+    ahead.deferred = True
+    sched.add(ahead)
+    rec = Recorder(sched, runner)
+    rec.step()
+    sched.add(make_seq(2, 3, 6))
+    assert sched.schedule() == [] and sched.preempted == [ahead]
 
 
 def test_a_request_awaiting_text_is_the_first_preempted():
@@ -471,8 +604,9 @@ def test_the_integrity_check_knows_a_request_awaiting_text():
     Recorder(sched, runner).step()
     assert seq.awaiting_text and seq.num_uncomputed == 1  # prefilled short of the row that would emit
     assert sched.awaiting_text == [seq]
+    assert sched.parked == [seq]
     seq.num_computed = seq.num_rows  # as if that row had been computed without its frame
-    with pytest.raises(IntegrityError, match="no row left"):
+    with pytest.raises(IntegrityError, match="more than its held-back row"):
         sched.check_integrity()
 
 
@@ -480,8 +614,10 @@ SHARED_PROMPT = np.random.default_rng(99).standard_normal((64, H)).astype(np.flo
 
 
 class RandomOperations(RuleBasedStateMachine):
-    """Random arrivals, aborts and steps on a random tiny pool: the integrity check holds after every operation,
-    and every request's delivered frames are exactly the unpreempted run's, each once, up to how it finished."""
+    """Random arrivals, aborts, feeds and steps on a random tiny pool: the integrity check holds after every
+    operation; streams that never get more text hold nothing up (every other request runs to its end while they
+    wait); a feed that outgrows the pool ends its request at once; and every request's delivered frames are exactly
+    the unpreempted run's, each once, up to how it finished."""
 
     @initialize(num_blocks=st.integers(3, 12), block_size=st.sampled_from([1, 2, 4, 8]),
                 max_running=st.integers(1, 5), extra_budget=st.integers(0, 12), max_waiting=st.integers(1, 6),
@@ -493,6 +629,8 @@ class RandomOperations(RuleBasedStateMachine):
         self.rec = Recorder(sched, runner)
         self.sched = sched
         self.seqs: dict[int, Sequence] = {}
+        self.silent: set[int] = set()  # streams whose text stops coming: never fed
+        self.outgrown: set[int] = set()  # ended by a feed whose frame cap the whole pool could not hold
         self.most = num_blocks * block_size * 3 // 4 + 1  # prompts and caps up to this: mostly fit, sometimes not
 
     @rule(data=st.data())
@@ -503,9 +641,11 @@ class RandomOperations(RuleBasedStateMachine):
             seq = Sequence(seq_id, SHARED_PROMPT[:seq.num_prompt_rows], seq.trailing_text, seq.pad_text,
                            seq.frame_cap)
         seq.deferred = data.draw(st.booleans())
-        if data.draw(st.booleans()):  # a streamed text: some of its rows have come, more will
+        if data.draw(st.booleans()):  # a streamed text: some of its rows have come, more may
             seq.trailing_text = seq.trailing_text[:data.draw(st.integers(0, 3))]
             seq.text_open = True
+            if data.draw(st.booleans()):
+                self.silent.add(seq_id)
         eos = data.draw(st.none() | st.integers(0, self.most))
         if eos is not None:
             self.eos_at[seq_id] = eos
@@ -523,13 +663,22 @@ class RandomOperations(RuleBasedStateMachine):
     def abort(self, data):
         self.sched.finish_requests([data.draw(st.sampled_from(sorted(self.seqs)))], FinishReason.ABORTED)
 
-    @precondition(lambda self: any(s.text_open and not s.is_finished for s in self.seqs.values()))
+    def fed(self) -> list[Sequence]:
+        return [s for s in self.seqs.values() if s.text_open and not s.is_finished and s.id not in self.silent]
+
+    @precondition(lambda self: self.fed())
     @rule(data=st.data())
     def feed(self, data):
-        seq = data.draw(st.sampled_from([s for s in self.seqs.values() if s.text_open and not s.is_finished]))
+        seq = data.draw(st.sampled_from(self.fed()))
         rows = np.concatenate([text_row(seq, len(seq.trailing_text) + k) for k in range(data.draw(st.integers(0, 2)))]
                               or [np.zeros((0, H), np.float32)])
-        seq.feed_text(rows, close=data.draw(st.booleans()))
+        cap = seq.frame_cap + data.draw(st.integers(0, self.most))  # the text so far allows more frames
+        outgrows = self.sched.blocks.blocks_for(seq.num_prompt_rows + cap - 1) > self.sched.blocks.num_blocks
+        ended = self.sched.feed(seq.id, rows, cap, close=data.draw(st.booleans()))
+        assert (ended is seq) == outgrows
+        if outgrows:
+            assert seq.finish_reason is FinishReason.ERROR and seq.block_table == []
+            self.outgrown.add(seq.id)
 
     @precondition(lambda self: self.seqs)
     @rule(data=st.data())
@@ -548,11 +697,12 @@ class RandomOperations(RuleBasedStateMachine):
         self.sched.check_integrity()
 
     def teardown(self):
-        for seq in self.seqs.values():
-            if seq.text_open and not seq.is_finished:
-                seq.feed_text(np.zeros((0, H), np.float32), close=True)
-        self.rec.run()
-        assert self.sched.blocks.num_free == self.sched.blocks.num_blocks
+        for seq in self.fed():
+            self.sched.feed(seq.id, np.zeros((0, H), np.float32), seq.frame_cap, close=True)
+        # Every request but the silent streams runs to its end while those wait for text that never comes ...
+        self.rec.run(until=lambda: all(s.id in self.silent and s.awaiting_text for s in self.sched.requests.values()))
+        self.sched.finish_requests(list(self.silent), FinishReason.ABORTED)  # ... until the server times them out
+        assert not self.sched.has_work() and self.sched.blocks.num_free == self.sched.blocks.num_blocks
         for seq_id, seq in self.seqs.items():
             assert seq.status is SequenceStatus.FINISHED
             delivered = len(self.rec.delivered.get(seq_id, []))
@@ -562,10 +712,13 @@ class RandomOperations(RuleBasedStateMachine):
                 assert delivered == self.eos_at[seq_id]
             elif seq.finish_reason is FinishReason.FRAME_CAP:
                 assert delivered == seq.frame_cap
-            elif seq.finish_reason is not FinishReason.ABORTED:
+            elif seq.finish_reason is not FinishReason.ABORTED and seq_id not in self.outgrown:
                 assert delivered == 0
 
 
+# The same cases at every run (CI must never turn red by chance): hypothesis keeps no database here, so a failure it
+# finds would be forgotten. scripts/explore_scheduler.py explores other seeds for a time budget, printing each.
+PROPERTY_SEED = 15
 RandomOperations.TestCase.settings = settings(max_examples=100, stateful_step_count=60, deadline=None,
                                               database=None)
-test_random_operations = RandomOperations.TestCase
+test_random_operations = seed(PROPERTY_SEED)(RandomOperations).TestCase

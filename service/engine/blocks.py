@@ -70,27 +70,40 @@ class BlockManager:
             self.holders[seq.id] = seq
         return new
 
-    def reuse_prefix(self, seq: Sequence) -> int:
-        """For a request that holds nothing yet: take the cached blocks of its longest known prompt prefix (always
-        leaving its last prompt row to compute, whose step emits its first frame). Returns the rows they hold."""
-        if not self.prefix_caching or seq.block_table:
-            return 0
-        hashes = seq.prefix_hashes(self.block_size)[:(seq.num_rows - 1) // self.block_size]
-        hits = []
-        for digest in hashes:
-            if (block := self._block_of.get(digest)) is None:
-                break
-            hits.append(block)
+    def reusable_rows(self, seq: Sequence) -> int:
+        """Rows of seq's prompt that admit() would take from the cache (a look only: nothing is taken or counted)."""
+        return len(self._prefix_hits(seq)) * self.block_size
+
+    def admit(self, seq: Sequence, num_rows: int) -> int | None:
+        """For a request that holds nothing: take the cached blocks of its longest known prompt prefix, and new
+        blocks after them until its table covers num_rows rows; all or nothing. Returns the rows the prefix holds
+        (reusable_rows: they need no computing), or None, changing nothing, when the pool is short. Only an
+        admission that happens counts its rows as reused."""
+        hits = self._prefix_hits(seq)
+        missing = self.blocks_for(num_rows) - len(hits)
+        if missing + sum(block in self._cached for block in hits) > self.num_free:
+            return None
         for block in hits:
             if block in self._cached:
                 del self._cached[block]
             self._refs[block] = self._refs.get(block, 0) + 1
-        if hits:
-            seq.block_table = hits
-            self.holders[seq.id] = seq
         rows = len(hits) * self.block_size
+        seq.block_table = hits
+        self.allocate(seq, num_rows)
         self.rows_reused += rows
         return rows
+
+    def _prefix_hits(self, seq: Sequence) -> list[int]:
+        """The cached blocks of seq's longest known prompt prefix, always leaving its last row to compute (the step
+        that computes it emits the next frame)."""
+        if not self.prefix_caching or seq.block_table:
+            return []
+        hits = []
+        for digest in seq.prefix_hashes(self.block_size)[:(seq.num_rows - 1) // self.block_size]:
+            if (block := self._block_of.get(digest)) is None:
+                break
+            hits.append(block)
+        return hits
 
     def remember_prefix(self, seq: Sequence) -> None:
         """After a step: the full blocks of seq's prompt whose rows are all computed become reusable."""

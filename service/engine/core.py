@@ -202,7 +202,8 @@ class EngineCore:
             while not (self._stopping and not self.scheduler.has_work()):
                 self._read_messages(wait=idle)
                 entries = self.scheduler.schedule()
-                idle = not entries
+                self.metrics.preemptions_total.inc(len(self.scheduler.preempted))  # with or without entries
+                idle = not entries and not self.scheduler.preempted  # a victim's place goes at the next schedule()
                 if entries:
                     self._step(entries)
                 else:
@@ -257,10 +258,9 @@ class EngineCore:
         elif isinstance(message, Abort):
             self._end([message.seq_id], FinishReason.ABORTED)
         elif isinstance(message, FeedText):
-            seq = self.scheduler.requests.get(message.seq_id)
-            if seq is not None and seq.text_open:
-                seq.feed_text(message.rows, message.close)
-                seq.frame_cap = max(seq.frame_cap, message.frame_cap)
+            outgrown = self.scheduler.feed(message.seq_id, message.rows, message.frame_cap, message.close)
+            if outgrown is not None:  # its text now needs more than the whole pool: ended with an error
+                self._finish(outgrown)
         elif isinstance(message, Promote):
             self.scheduler.promote(message.seq_id)
         elif isinstance(message, CodecFailed):
@@ -311,8 +311,6 @@ class EngineCore:
         m.batch_size.observe(batch)
         m.step_seconds.observe(seconds)
         m.frames_total.inc(len(result.new_frames))
-        if result.preempted:
-            m.preemptions_total.inc(len(result.preempted))
         self._update_gauges()
 
     def _update_gauges(self) -> None:

@@ -13,8 +13,9 @@ NUM_CODE_GROUPS = 16
 
 
 class SequenceStatus(Enum):
-    WAITING = "waiting"
-    RUNNING = "running"
+    WAITING = "waiting"  # holds no block
+    RUNNING = "running"  # in the batch: holds blocks and computes rows each step
+    PARKED = "parked"  # holds its blocks but is out of the batch: its next frame waits for text (streaming input)
     FINISHED = "finished"
 
 
