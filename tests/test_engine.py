@@ -158,6 +158,30 @@ async def test_closing_the_iterator_aborts_and_frees_blocks(engine):
     assert engine.metrics.sentences_total.labels(status="aborted")._value.get() >= 1
 
 
+async def test_a_cancel_right_after_open_never_leaves_the_request_running(engine):
+    """The cancel follows the request through the front end into the engine: it can never overtake its Add."""
+    aborted = engine.metrics.sentences_total.labels(status="aborted")
+    before = aborted._value.get()
+    whole = engine.open(Request(LONG, keep_codes=True))  # keep_codes: a generation of its own
+    whole.cancel()
+    streamed = engine.open(Request(None))
+    streamed.feed(LONG)  # enough words to start at once
+    streamed.cancel()
+    waiting = engine.open(Request(None))  # its text has not started: it never reaches the engine
+    waiting.cancel()
+    for handle in (whole, streamed, waiting):
+        with pytest.raises(RequestFailed, match="aborted"):
+            async for _ in handle:
+                pass
+    for _ in range(500):
+        if aborted._value.get() == before + 2 and engine.stats().blocks_used == 0:
+            break
+        await asyncio.sleep(0.01)
+    assert aborted._value.get() == before + 2
+    stats = engine.stats()
+    assert stats.blocks_used == 0 and stats.running == 0 and stats.waiting == 0
+
+
 def test_engine_settings_reach_the_runner():
     # f16 runs on every CPU: as f16 where attention computes in f32 (AVX2), kept as bf16 where it computes in bf16
     engine = Speech(replace(EngineSettings(), max_cache_blocks=9, kv_precision="f16"))
