@@ -43,7 +43,7 @@ class Service:
         self.advertisement: Advertisement | None = None
 
     async def start(self) -> None:
-        from service.speech import Engine  # imported late: --help and config errors need no OpenVINO
+        from service.speech.speech import Speech  # imported late: --help and config errors need no OpenVINO
 
         s = self.settings
         # Both listeners first: a port that is taken is reported at once, not after the model has loaded.
@@ -54,7 +54,7 @@ class Service:
                 host = f"[{s.metrics.address}]" if ":" in s.metrics.address else s.metrics.address
                 metrics_socket = bind_listener(f"tcp://{host}:{s.metrics.port}", "metrics.port", "--metrics-port")
             # Loading and compiling the model takes seconds; off the loop so signals are still handled meanwhile.
-            self.engine = await asyncio.to_thread(Engine, s.engine, self.metrics, s.voices)
+            self.engine = await asyncio.to_thread(Speech, s.engine, self.metrics, s.voices)
             await asyncio.to_thread(self.engine.start)  # the warm-up compiles: signals are handled meanwhile
             for line in self.engine.summary():
                 _LOG.info("%s", line)
@@ -115,7 +115,7 @@ async def serve(settings: Settings) -> int:
         signalled = asyncio.create_task(stop.wait())
         while not signalled.done():
             await asyncio.wait([signalled], timeout=_WATCHDOG_SECONDS)
-            if not signalled.done() and not service.engine.core.alive:
+            if not signalled.done() and not service.engine.alive:
                 signalled.cancel()
                 _LOG.error("the engine has stopped; exiting so that the server can be restarted")
                 return 1
@@ -127,11 +127,11 @@ async def serve(settings: Settings) -> int:
 
 # ---- synth -------------------------------------------------------------------------------------------------------
 
-async def _collect(engine: Any, text: str, voice: str | None, speaker: str | None, codes: list | None) -> bytes:
-    pcm = bytearray()
-    async for chunk in engine.synthesize(text, voice=voice, speaker=speaker, codes_out=codes):
-        pcm += chunk
-    return bytes(pcm)
+async def _collect(speech: Any, request: Any) -> tuple[bytes, list]:
+    """The PCM of `request`, and its frames' codes when it keeps them."""
+    handle = speech.open(request)
+    pcm = b"".join([chunk async for chunk in handle])
+    return pcm, handle.codes
 
 
 def _check_writable(path: Path, flag: str) -> None:
@@ -146,16 +146,17 @@ def _check_writable(path: Path, flag: str) -> None:
 def synth(settings: Settings, args: argparse.Namespace) -> int:
     import numpy as np
 
-    from service.speech import Engine
+    from service.speech.api import Request
+    from service.speech.speech import Speech
 
     _check_writable(args.output, "-o")
     if args.save_codes:
         _check_writable(args.save_codes, "--save-codes")
-    engine = Engine(settings.engine, voices=settings.voices)
+    engine = Speech(settings.engine, voices=settings.voices)
     engine.start()
-    codes: list | None = [] if args.save_codes else None
+    request = Request(args.text, voice=args.voice, speaker=args.speaker, keep_codes=bool(args.save_codes))
     try:
-        pcm = asyncio.run(_collect(engine, args.text, args.voice, args.speaker, codes))
+        pcm, codes = asyncio.run(_collect(engine, request))
     except EngineError as error:
         print(f"{PROG} synth: {error}", file=sys.stderr)
         return 1
@@ -166,7 +167,7 @@ def synth(settings: Settings, args: argparse.Namespace) -> int:
         wav.setsampwidth(2)
         wav.setframerate(engine.sample_rate)
         wav.writeframes(pcm)
-    if codes is not None:
+    if args.save_codes:
         groups = engine.model.manifest.num_code_groups
         frames = np.stack(codes).astype(np.int32) if codes else np.zeros((0, groups), np.int32)
         np.save(args.save_codes, frames)  # frames x code groups (16)

@@ -17,7 +17,8 @@ from service.export.builtin import resolve_model
 from service.frontend.requests import RequestBuilder
 from service.metrics import Metrics
 from service.modeldir.manifest import ModelDir
-from service.speech import Engine
+from service.speech.api import Request
+from service.speech.speech import Speech
 
 SAMPLES_PER_FRAME = 1920
 LONG = "The washing machine in the basement has finished its cycle and the clothes are ready to be hung up."
@@ -25,21 +26,21 @@ LONG = "The washing machine in the basement has finished its cycle and the cloth
 
 @pytest.fixture(scope="module")
 def engine():
-    engine = Engine(EngineSettings(max_batch=8, random_model_frames=1500))  # replies long enough to overlap
+    engine = Speech(EngineSettings(max_batch=8, random_model_frames=1500))  # replies long enough to overlap
     engine.start()
     yield engine
     engine.stop()
 
 
-async def collect(engine: Engine, text: str, **kwargs) -> tuple[bytes, list[np.ndarray], float, float]:
+async def collect(engine: Speech, text: str, **kwargs) -> tuple[bytes, list[np.ndarray], float, float]:
     """PCM, codes, and the monotonic times of the first chunk and of the end."""
-    codes: list[np.ndarray] = []
+    handle = engine.open(Request(text, keep_codes=True, **kwargs))
     pcm = bytearray()
     first = None
-    async for chunk in engine.synthesize(text, codes_out=codes, **kwargs):
+    async for chunk in handle:
         first = first or time.monotonic()
         pcm += chunk
-    return bytes(pcm), codes, first, time.monotonic()
+    return bytes(pcm), handle.codes, first, time.monotonic()
 
 
 def batch_sizes_above_one(metrics: Metrics) -> float:
@@ -82,7 +83,7 @@ async def test_a_late_request_joins_the_running_batch(engine):
 
 
 async def test_streamed_pcm_equals_one_full_decode():
-    engine = Engine(EngineSettings(inference_precision="f32", kv_precision="f32", greedy=True))
+    engine = Speech(EngineSettings(inference_precision="f32", kv_precision="f32", greedy=True))
     engine.start()
     try:
         pcm, codes, _, _ = await collect(engine, "Streaming must not change a single sample.")
@@ -98,7 +99,7 @@ async def test_streamed_pcm_equals_one_full_decode():
 
 
 async def test_first_audio_leaves_after_four_frames(engine):
-    stream = engine.synthesize(LONG)
+    stream = engine.generate(Request(LONG))
     first = await anext(stream)
     await stream.aclose()
     assert len(first) == 4 * SAMPLES_PER_FRAME * 2
@@ -106,7 +107,7 @@ async def test_first_audio_leaves_after_four_frames(engine):
 
 async def test_preemption_recomputes_without_delivering_a_frame_twice():
     # 6 blocks of 32 rows: two tiny requests fit while prefilling, not while both grow, so one is preempted
-    engine = Engine(EngineSettings(max_cache_blocks=6, max_batch=4))
+    engine = Speech(EngineSettings(max_cache_blocks=6, max_batch=4))
     engine.start()
     try:
         results = await asyncio.gather(*(collect(engine, t, seed=i) for i, t in
@@ -122,7 +123,7 @@ async def test_preemption_recomputes_without_delivering_a_frame_twice():
 
 
 async def test_a_request_larger_than_the_pool_fails_alone():
-    engine = Engine(EngineSettings(max_cache_blocks=4, max_frames=100))
+    engine = Speech(EngineSettings(max_cache_blocks=4, max_frames=100))
     engine.start()
     try:
         huge, small = await asyncio.gather(
@@ -145,7 +146,7 @@ async def test_bad_requests_raise_clear_errors(engine):
 
 
 async def test_closing_the_iterator_aborts_and_frees_blocks(engine):
-    stream = engine.synthesize(LONG)
+    stream = engine.generate(Request(LONG))
     await anext(stream)
     assert engine.stats().blocks_used > 0
     await stream.aclose()
@@ -157,15 +158,39 @@ async def test_closing_the_iterator_aborts_and_frees_blocks(engine):
     assert engine.metrics.sentences_total.labels(status="aborted")._value.get() >= 1
 
 
+async def test_a_cancel_right_after_open_never_leaves_the_request_running(engine):
+    """The cancel follows the request through the front end into the engine: it can never overtake its Add."""
+    aborted = engine.metrics.sentences_total.labels(status="aborted")
+    before = aborted._value.get()
+    whole = engine.open(Request(LONG, keep_codes=True))  # keep_codes: a generation of its own
+    whole.cancel()
+    streamed = engine.open(Request(None))
+    streamed.feed(LONG)  # enough words to start at once
+    streamed.cancel()
+    waiting = engine.open(Request(None))  # its text has not started: it never reaches the engine
+    waiting.cancel()
+    for handle in (whole, streamed, waiting):
+        with pytest.raises(RequestFailed, match="aborted"):
+            async for _ in handle:
+                pass
+    for _ in range(500):
+        if aborted._value.get() == before + 2 and engine.stats().blocks_used == 0:
+            break
+        await asyncio.sleep(0.01)
+    assert aborted._value.get() == before + 2
+    stats = engine.stats()
+    assert stats.blocks_used == 0 and stats.running == 0 and stats.waiting == 0
+
+
 def test_engine_settings_reach_the_runner():
     # f16 runs on every CPU: as f16 where attention computes in f32 (AVX2), kept as bf16 where it computes in bf16
-    engine = Engine(replace(EngineSettings(), max_cache_blocks=9, kv_precision="f16"))
+    engine = Speech(replace(EngineSettings(), max_cache_blocks=9, kv_precision="f16"))
     assert engine.stats().blocks_total == 9
     assert engine.core.runner.kv_precision == cpu_facts().kv_caches("")["f16"]
 
 
 def test_the_default_settings_run_a_u8_cache_on_the_device_auto_picks():
-    runner = Engine(replace(EngineSettings(), max_cache_blocks=4)).core.runner
+    runner = Speech(replace(EngineSettings(), max_cache_blocks=4)).core.runner
     assert runner.kv_precision == "u8" and runner.device == resolve_device("AUTO", available_devices())
 
 
@@ -175,7 +200,7 @@ def test_a_kv_precision_the_cpu_cannot_run_is_one_line_naming_what_it_can(kv):
     if cpu.kv_error(kv, "") is None:
         pytest.skip(f"this CPU ({cpu.isa}) runs {kv} KV caches at its default {cpu.inference_precision('')} inference")
     with pytest.raises(SetupError) as error:
-        Engine(replace(EngineSettings(), device="CPU", kv_precision=kv))
+        Speech(replace(EngineSettings(), device="CPU", kv_precision=kv))
     message = str(error.value)
     assert message.startswith(f"engine.kv_precision {kv}: this CPU ({cpu.isa}) cannot run")
     runnable = set(re.findall(r"\b(?:u8|f16|bf16|f32)\b", message.split("; it can run ")[1]))
@@ -185,7 +210,7 @@ def test_a_kv_precision_the_cpu_cannot_run_is_one_line_naming_what_it_can(kv):
 
 def test_a_reader_whose_event_loop_has_closed_does_not_stop_the_engine(engine):
     async def abandon():
-        stream = engine.synthesize(LONG)
+        stream = engine.generate(Request(LONG))
         await anext(stream)
         await stream.aclose()
 

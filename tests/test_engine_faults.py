@@ -15,24 +15,24 @@ import time
 import pytest
 
 from service.config import EngineSettings
-from service.engine.audio_output import PcmSink
 from service.errors import RequestFailed
-from service.speech import Engine
+from service.speech.api import Handle, Request
+from service.speech.speech import Speech
 
 LONG = "This reply goes on for a while, long enough to be running when something breaks inside the engine."
 TIMEOUT = 30
 
 
-def new_engine() -> Engine:
-    engine = Engine(EngineSettings(seed=3, random_model_frames=1500))
+def new_engine() -> Speech:
+    engine = Speech(EngineSettings(seed=3, random_model_frames=1500))
     engine.start()
     return engine
 
 
-async def drain(engine: Engine, text: str = LONG) -> int:
+async def drain(engine: Speech, text: str = LONG) -> int:
     """Reads a request to its end; the number of PCM bytes."""
     total = 0
-    async for chunk in engine.synthesize(text):
+    async for chunk in engine.generate(Request(text)):
         total += len(chunk)
     return total
 
@@ -96,16 +96,16 @@ async def test_a_request_arriving_while_the_engine_dies_is_failed_not_left_waiti
     try:
         running = asyncio.create_task(drain(engine))
         await until(lambda: engine.stats().running == 1)
-        # Failing a sink is slow for a moment: the window in which the dying engine still looks alive.
-        real_fail, slow = PcmSink.fail, threading.Event()
+        # Failing a handle is slow for a moment: the window in which the dying engine still looks alive.
+        real_fail, slow = Handle.fail, threading.Event()
 
-        def slow_fail(sink, error):
+        def slow_fail(handle, error):
             if not slow.is_set():
                 slow.set()
                 time.sleep(0.5)
-            real_fail(sink, error)
+            real_fail(handle, error)
 
-        monkeypatch.setattr(PcmSink, "fail", slow_fail)
+        monkeypatch.setattr(Handle, "fail", slow_fail)
 
         def update_that_crashes(*args, **kwargs):
             raise RuntimeError("injected bug in the loop")

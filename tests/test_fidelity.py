@@ -59,7 +59,8 @@ from service.frontend.normalize import normalize  # noqa: E402
 from service.frontend.prompt import PromptBuilder  # noqa: E402
 from service.frontend.voices import Voices  # noqa: E402
 from service.modeldir.manifest import ModelDir  # noqa: E402
-from service.speech import Engine  # noqa: E402
+from service.speech.api import Request  # noqa: E402
+from service.speech.speech import Speech  # noqa: E402
 
 import qwen_reference as reference  # noqa: E402
 
@@ -154,21 +155,19 @@ def engines(models):
         settings = EngineSettings(model=str(model.dir), device="CPU", greedy=True, kv_precision="f32",
                                   inference_precision="f32", max_frames=FRAMES)
         voices = VoicesSettings(design=(DesignVoice("calm", INSTRUCT),) if name == "voice_design" else ())
-        started[name] = Engine(settings, voices=voices)
+        started[name] = Speech(settings, voices=voices)
         started[name].start()
     yield started
     for engine in started.values():
         engine.stop()
 
 
-def synthesize(engine: Engine, case: Case) -> tuple[np.ndarray, np.ndarray]:
+def synthesize(engine: Speech, case: Case) -> tuple[np.ndarray, np.ndarray]:
     """(codes [frames, 16], PCM as f32) of one request."""
     async def collect():
-        codes: list[np.ndarray] = []
-        pcm = bytearray()
-        async for chunk in engine.synthesize(case.text, voice=case.voice, language=case.language, codes_out=codes):
-            pcm += chunk
-        return np.stack(codes), np.frombuffer(bytes(pcm), np.int16).astype(np.float32) / 32768
+        handle = engine.open(Request(case.text, voice=case.voice, language=case.language, keep_codes=True))
+        pcm = b"".join([chunk async for chunk in handle])
+        return np.stack(handle.codes), np.frombuffer(pcm, np.int16).astype(np.float32) / 32768
     return asyncio.run(collect())
 
 
@@ -298,21 +297,24 @@ STREAMED = {
 }
 
 
-def synthesize_streamed(engine: Engine, case: Case, word_delay: float) -> np.ndarray:
+def synthesize_streamed(engine: Speech, case: Case, word_delay: float) -> np.ndarray:
     """Codes [frames, 16] of a request whose text comes word by word, `word_delay` seconds apart (each piece after
     the first starting with its space, as the server cuts them)."""
-    async def pieces():
+    async def feed(handle):
         words = case.text.split(" ")
-        yield words[0]
+        handle.feed(words[0])
         for word in words[1:]:
             await asyncio.sleep(word_delay)
-            yield " " + word
+            handle.feed(" " + word)
+        handle.close()
 
     async def collect():
-        codes: list[np.ndarray] = []
-        async for _ in engine.synthesize(pieces(), voice=case.voice, language=case.language, codes_out=codes):
+        handle = engine.open(Request(None, voice=case.voice, language=case.language, keep_codes=True))
+        feeding = asyncio.create_task(feed(handle))
+        async for _ in handle:
             pass
-        return np.stack(codes)
+        await feeding
+        return np.stack(handle.codes)
     return asyncio.run(collect())
 
 
@@ -456,7 +458,7 @@ def test_clone_greedy_codes_match_reference(base, clip, clone_run):
     settings = EngineSettings(model=str(base.dir), device="CPU", greedy=True, kv_precision="f32",
                               inference_precision="f32", max_frames=FRAMES)
     # No transcript: the clip's speaker embedding only.
-    engine = Engine(settings, voices=VoicesSettings(clone=(CloneVoice("anna", clip),)))
+    engine = Speech(settings, voices=VoicesSettings(clone=(CloneVoice("anna", clip),)))
     engine.start()
     try:
         codes, pcm = synthesize(engine, Case("base", CLONE_TEXT, "anna"))
@@ -542,7 +544,7 @@ def test_icl_greedy_codes_and_pcm_match_reference(base, clip, icl_run):
     assert min(run.margins) >= MIN_MARGIN, "a near-tie: choose another seed (see the module doc)"
     settings = EngineSettings(model=str(base.dir), device="CPU", greedy=True, kv_precision="f32",
                               inference_precision="f32", max_frames=FRAMES)
-    engine = Engine(settings, voices=VoicesSettings(clone=(CloneVoice("anna", clip, CLIP_TEXT),)))
+    engine = Speech(settings, voices=VoicesSettings(clone=(CloneVoice("anna", clip, CLIP_TEXT),)))
     engine.start()
     try:
         codes, pcm = synthesize(engine, Case("base", CLONE_TEXT, "anna"))
@@ -583,7 +585,7 @@ def test_icl_prefix_cache_reuses_the_clip_rows_and_changes_no_code(base, tmp_pat
     def run(prefix_caching: bool) -> tuple[list[np.ndarray], int, int]:
         settings = EngineSettings(model=str(base.dir), device="CPU", greedy=True, kv_precision="f32",
                                   inference_precision="f32", max_frames=FRAMES, prefix_caching=prefix_caching)
-        engine = Engine(settings, voices=VoicesSettings(clone=(CloneVoice("anna", long_clip, LONG_TRANSCRIPT),)))
+        engine = Speech(settings, voices=VoicesSettings(clone=(CloneVoice("anna", long_clip, LONG_TRANSCRIPT),)))
         engine.start()
         try:
             codes = [synthesize(engine, Case("base", text, "anna"))[0] for text in texts]

@@ -13,7 +13,8 @@ import os
 import pytest
 
 from service.config import EngineSettings
-from service.speech import Engine
+from service.speech.api import Request
+from service.speech.speech import Speech
 
 # Long enough that each request spans 7 blocks of 32 rows (a ~200-row prompt + 4 frames): the old code grew ~38 KB a
 # request, ~3 MB a window.
@@ -44,15 +45,15 @@ def malloc_trim() -> None:
 
 @pytest.fixture(scope="module")
 def engine():
-    engine = Engine(EngineSettings(model="builtin:tiny", seed=1, random_model_frames=FRAMES))
+    engine = Speech(EngineSettings(model="builtin:tiny", seed=1, random_model_frames=FRAMES))
     engine.start()
     yield engine
     engine.stop()
 
 
-async def run_requests(engine: Engine, count: int) -> None:
+async def run_requests(engine: Speech, count: int) -> None:
     async def one() -> None:
-        async for _ in engine.synthesize(TEXT):
+        async for _ in engine.generate(Request(TEXT)):
             pass
 
     for _ in range(count // ROOMS):

@@ -8,7 +8,8 @@ from wyoming.tts import SynthesizeVoice
 
 from service.config import EngineSettings
 from service.errors import InvalidText
-from service.speech import Engine
+from service.speech.api import Request
+from service.speech.speech import Speech
 from service.wyoming.sentence_audio import sentence_audio
 
 SENTENCES = ["The kitchen timer has finished.", "Dinner is ready.", "Please come to the table."]
@@ -17,7 +18,7 @@ SENTENCES = ["The kitchen timer has finished.", "Dinner is ready.", "Please come
 @pytest.fixture(scope="module")
 def engine():
     # f32 everywhere and one seed: a sentence gives the same samples alone or batched with its neighbour
-    engine = Engine(EngineSettings(seed=5, inference_precision="f32", kv_precision="f32"))
+    engine = Speech(EngineSettings(seed=5, inference_precision="f32", kv_precision="f32"))
     engine.start()
     yield engine
     engine.stop()
@@ -29,7 +30,7 @@ async def _sentences(texts):
 
 
 async def _alone(engine, text) -> bytes:
-    return b"".join([pcm async for pcm in engine.synthesize(text)])
+    return b"".join([pcm async for pcm in engine.generate(Request(text))])
 
 
 async def test_audio_is_in_order_and_the_next_sentence_overlaps(engine):
@@ -64,7 +65,7 @@ async def test_closing_early_aborts_every_running_sentence(engine):
 
 
 async def test_a_sentence_made_ahead_gives_its_place_to_another_room():
-    engine = Engine(EngineSettings(seed=5, max_batch=2))
+    engine = Speech(EngineSettings(seed=5, max_batch=2))
     engine.start()
     try:
         reply = sentence_audio(engine, _sentences(SENTENCES[:2]), SynthesizeVoice())

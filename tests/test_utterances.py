@@ -1,8 +1,6 @@
 """How a streamed reply's text is cut for speaking while it is written (service/wyoming/utterances.py)."""
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from service.wyoming.utterances import OpenText, cut_point
@@ -23,8 +21,25 @@ def test_the_cut_comes_before_a_whitespace_after_a_word_without_digits(text, fir
     assert cut_point(text, first) == cut
 
 
-async def _collect(utterance) -> list[str]:
-    return [piece async for piece in utterance]
+class _Pieces(list):
+    """A request's end of an utterance (what a Handle takes): the pieces it was given; a cancel raises its error."""
+    closed = False
+
+    def feed(self, text: str) -> None:
+        self.append(text)
+
+    def close(self) -> None:
+        self.closed = True
+
+    def cancel(self, error: BaseException | None = None) -> None:
+        raise error or AssertionError("cancelled without an error")
+
+
+def _collect(utterance) -> list[str]:
+    pieces = _Pieces()
+    utterance.attach(pieces)
+    assert pieces.closed
+    return pieces
 
 
 def test_pieces_join_to_the_text_and_each_later_piece_starts_with_its_space():
@@ -35,7 +50,7 @@ def test_pieces_join_to_the_text_and_each_later_piece_starts_with_its_space():
         if (utterance := open_text.add(text[i:i + 5])) is not None:
             started.append(utterance)
     assert open_text.end_utterance() is None and len(started) == 1
-    pieces = asyncio.run(_collect(started[0]))
+    pieces = _collect(started[0])
     assert "".join(pieces) == text
     assert all(piece[0].isspace() for piece in pieces[1:])
     assert not any(piece.rstrip().endswith("21.5") for piece in pieces)
@@ -49,15 +64,15 @@ def test_a_pause_closes_the_utterance_and_the_next_text_starts_another():
     second = open_text.add("They are all off now")
     assert second is not None and second is not first
     assert open_text.end_utterance() is None
-    assert "".join(asyncio.run(_collect(first))) == "Let me check the lights."
-    assert "".join(asyncio.run(_collect(second))) == "They are all off now"
+    assert "".join(_collect(first)) == "Let me check the lights."
+    assert "".join(_collect(second)) == "They are all off now"
 
 
 def test_a_short_text_starts_its_utterance_at_its_end():
     open_text = OpenText()
     assert open_text.add("Okay") is None
     utterance = open_text.end_utterance()
-    assert utterance is not None and asyncio.run(_collect(utterance)) == ["Okay"]
+    assert utterance is not None and _collect(utterance) == ["Okay"]
 
 
 def test_a_failed_reply_fails_the_open_utterance():
@@ -65,4 +80,4 @@ def test_a_failed_reply_fails_the_open_utterance():
     utterance = open_text.add("The front door is")
     open_text.fail(ValueError("too long"))
     with pytest.raises(ValueError, match="too long"):
-        asyncio.run(_collect(utterance))
+        _collect(utterance)

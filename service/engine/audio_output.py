@@ -1,18 +1,18 @@
-"""From frames to the caller's PCM: a codec thread decodes each request's frames as they arrive, and a PcmSink
-carries the result across into the caller's asyncio loop.
+"""From frames to the caller's PCM: a codec thread decodes each request's frames as they arrive and hands the audio
+to the request's sink, which carries it across into the caller's asyncio loop.
 
 Decoding runs beside the engine loop, not inside it, so a talker step never waits for the vocoder (on an iGPU the
 two even run on different devices). One worker keeps the frames of each request in order.
 """
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import queue
 import threading
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -28,52 +28,13 @@ CHUNK_FRAMES = 12
 PRIMED_VOICES = 8
 
 
-class PcmSink:
-    """One request's audio on its way to an asyncio task: bytes, then None at the end, or an exception."""
+class AudioSink(Protocol):
+    """Where one request's audio goes (its handle, service.speech.api.Handle); every call is thread-safe."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, submitted: float, codes_out: list | None):
-        self._loop = loop
-        self._queue: asyncio.Queue = asyncio.Queue()
-        self.submitted = submitted
-        self.codes_out = codes_out
-        self.first_audio_seen = False
-        self.done = False
-
-    def codes_seen(self, codes: np.ndarray) -> None:
-        """Called on the engine thread; the caller's list is appended to on the caller's own loop."""
-        if self.codes_out is not None:
-            copy = np.array(codes, dtype=np.int32)
-            try:
-                self._loop.call_soon_threadsafe(self.codes_out.append, copy)
-            except RuntimeError:  # the reader's loop has closed
-                pass
-
-    def put(self, chunk: bytes) -> None:
-        self._send(chunk)
-
-    def close(self) -> None:
-        self._send(None)
-
-    def fail(self, error: Exception) -> None:
-        self._send(error)
-
-    def _send(self, item: bytes | Exception | None) -> None:
-        try:
-            self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
-        except RuntimeError:  # the reader's event loop has closed: nobody is left to hear this request
-            pass
-
-    async def __aiter__(self) -> AsyncIterator[bytes | None]:
-        while True:
-            item = await self._queue.get()
-            if isinstance(item, Exception):
-                self.done = True
-                raise item
-            if item is None:
-                self.done = True
-            yield item
-            if item is None:
-                return
+    def put(self, pcm: bytes) -> None: ...
+    def add_codes(self, codes: np.ndarray) -> None: ...
+    def finish(self) -> None: ...
+    def fail(self, error: BaseException) -> None: ...
 
 
 @dataclass
@@ -118,7 +79,7 @@ class CodecWorker:
 
     # Called from the engine thread (prime: when the request is added, before its first step); the work happens on
     # the codec thread, in order.
-    def prime(self, seq_id: int, sink: PcmSink, codes: np.ndarray) -> None:
+    def prime(self, seq_id: int, sink: AudioSink, codes: np.ndarray) -> None:
         """Decode `codes` [n, 16] first and drop their audio: the decoder's causal state then continues from them.
 
         In-context cloning: the reference decodes the clip's codes ++ the generated codes as one utterance and cuts
@@ -127,16 +88,16 @@ class CodecWorker:
         the total is not known while streaming."""
         self._jobs.put(("prime", seq_id, sink, codes))
 
-    def push(self, seq_id: int, sink: PcmSink, codes: np.ndarray) -> None:
+    def push(self, seq_id: int, sink: AudioSink, codes: np.ndarray) -> None:
         self._jobs.put(("frame", seq_id, sink, codes))
 
-    def close(self, seq_id: int, sink: PcmSink) -> None:
+    def close(self, seq_id: int, sink: AudioSink) -> None:
         self._jobs.put(("close", seq_id, sink, None))
 
-    def fail(self, seq_id: int, sink: PcmSink, error: Exception) -> None:
+    def fail(self, seq_id: int, sink: AudioSink, error: Exception) -> None:
         self._jobs.put(("fail", seq_id, sink, error))
 
-    def abort(self, seq_id: int, sink: PcmSink) -> None:
+    def abort(self, seq_id: int, sink: AudioSink) -> None:
         """Frames not yet decoded are discarded, and the sink fails with "aborted"."""
         self._jobs.put(("abort", seq_id, sink, None))
 
@@ -153,7 +114,7 @@ class CodecWorker:
                     self._failed.add(seq_id)
                     self._on_failure(seq_id, error)
 
-    def _handle(self, kind: str, seq_id: int, sink: PcmSink, payload) -> None:
+    def _handle(self, kind: str, seq_id: int, sink: AudioSink, payload) -> None:
         if seq_id in self._failed:
             if kind in ("prime", "frame"):
                 return  # its decoder state is gone: decoding on from zero would be wrong audio
@@ -171,6 +132,7 @@ class CodecWorker:
                 self._primed.popitem(last=False)
             return
         if kind == "frame":
+            sink.add_codes(payload)
             live = self._streams.get(seq_id)
             if live is None:
                 live = self._streams[seq_id] = _Stream(self._decoder.new_stream())
@@ -182,13 +144,13 @@ class CodecWorker:
         if kind == "close":
             if ended is not None and ended.pending:
                 self._emit(ended, sink)
-            sink.close()
+            sink.finish()
         elif kind == "fail":
             sink.fail(payload)
         else:  # aborted: by the caller, who reads no more, or by a shutdown, whose caller must not take it as done
             sink.fail(RequestFailed("the request was aborted"))
 
-    def _emit(self, stream: _Stream, sink: PcmSink) -> None:
+    def _emit(self, stream: _Stream, sink: AudioSink) -> None:
         audio = self._decoder.push(stream.state, np.stack(stream.pending))
         stream.pending.clear()
         stream.emitted = True

@@ -1,24 +1,22 @@
 """The engine core: one thread that runs schedule -> runner.step -> update, and a codec thread that turns frames into
-PCM. It takes ready-made Sequences (service.frontend builds them) and reads add, abort, step.
+PCM. It takes ready-made Sequences (the front-end thread builds them) and reads add, feed, promote, abort, step.
 
-Asyncio callers talk to it only through `submit()`, an async iterator of PCM chunks. Requests cross into the engine
-thread as typed messages (engine.messages) that the loop drains at every step boundary, so the scheduler, the block
-manager and the sinks are only ever touched by one thread and need no locks of their own.
+Requests cross into the engine thread as typed messages (engine.messages) that it drains at every step boundary, so
+the scheduler, the block manager and the sinks are only ever touched by one thread and need no locks of their own.
+Each request's audio leaves through its sink (an AudioSink: the request's handle), which the codec thread feeds.
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 import queue
 import threading
 import time
-from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 
 import numpy as np
 
 from service.config import EngineSettings
-from service.engine.audio_output import CodecWorker, PcmSink
+from service.engine.audio_output import AudioSink, CodecWorker
 from service.engine.blocks import BlockManager
 from service.engine.device import cpu_facts
 from service.engine.messages import Abort, Add, CodecFailed, FeedText, Message, Promote, Stop
@@ -77,7 +75,7 @@ class EngineCore:
         )
         self.codec = CodecWorker(model, settings.inference_precision, on_failure=self._codec_failed)
         # Owned by the engine thread alone: the sink of every request it holds, and whether it is stopping.
-        self._sinks: dict[int, PcmSink] = {}
+        self._sinks: dict[int, AudioSink] = {}
         self._stopping = False
         # The one way into the engine thread. `_accepting` says whether that thread will still read a message put
         # now: it is set at start, and cleared (under `_life`) when the thread ends, before it fails whatever is
@@ -142,44 +140,22 @@ class EngineCore:
             alive=self.alive,
         )
 
-    # ---- the asyncio side ------------------------------------------------------------------------------------
-    async def submit(self, seq: Sequence, needed: asyncio.Event | None = None,
-                     codes_out: list[np.ndarray] | None = None) -> AsyncGenerator[bytes, None]:
-        """Runs `seq`, yielding int16 little-endian mono PCM at `sample_rate` as it is generated.
-
-        Closing the iterator early (or cancelling the task that reads it) aborts the request; its blocks are freed
-        at the next step boundary. `codes_out`, when given, receives each frame's 16 codes (for --save-codes).
-        `needed`, when given and not yet set, marks audio generated ahead of need: the scheduler runs it only where
-        it takes no place another request waits for, until the event is set."""
-        seq.deferred = needed is not None and not needed.is_set()
-        sink = PcmSink(asyncio.get_running_loop(), time.monotonic(), codes_out)
-        if not self._send(Add(seq, sink)):
-            raise RequestFailed("the engine is not running")
-        promoter = asyncio.create_task(self._promote_when(needed, seq.id)) if needed and seq.deferred else None
-        try:
-            async for chunk in sink:
-                if chunk is None:
-                    return
-                if not sink.first_audio_seen:
-                    sink.first_audio_seen = True
-                    if promoter is None:  # audio made ahead of need says nothing of how long a listener waited
-                        self.metrics.time_to_first_audio.observe(time.monotonic() - sink.submitted)
-                yield chunk
-        finally:
-            if promoter is not None:
-                promoter.cancel()
-            if not sink.done:  # the caller stopped reading or was cancelled
-                self.abort(seq.id)
-
-    async def _promote_when(self, needed: asyncio.Event, seq_id: int) -> None:
-        await needed.wait()
-        self._send(Promote(seq_id))
+    # ---- what other threads send (the front-end thread; stop from the caller's) --------------------------------
+    def add(self, seq: Sequence, sink: AudioSink) -> bool:
+        """Runs `seq`, its audio going to `sink` (whose `put`, `add_codes`, `finish` and `fail` the codec thread
+        calls); False when the engine is not running. A deferred `seq` (audio made ahead of need) runs only where
+        it takes no place another request waits for, until it is promoted."""
+        return self._send(Add(seq, sink))
 
     def feed(self, seq_id: int, rows: np.ndarray, frame_cap: int, close: bool) -> None:
         """More text rows for a streaming request (made with text_open); a finished request ignores them."""
         self._send(FeedText(seq_id, rows, frame_cap, close))
 
+    def promote(self, seq_id: int) -> None:
+        self._send(Promote(seq_id))
+
     def abort(self, seq_id: int) -> None:
+        """Its blocks are freed at the next step boundary, and its sink fails with "aborted"."""
         self._send(Abort(seq_id))  # a stopped engine has already failed every request it held
 
     def _send(self, message: Message) -> bool:
@@ -228,9 +204,7 @@ class EngineCore:
         result = self.scheduler.update(entries, output)
         self._observe_step(len(entries), time.perf_counter() - started, result)
         for seq, codes in result.new_frames:
-            sink = self._sinks[seq.id]
-            sink.codes_seen(codes)
-            self.codec.push(seq.id, sink, codes)
+            self.codec.push(seq.id, self._sinks[seq.id], codes)
         for seq in result.finished:
             self._finish(seq)
 

@@ -1,8 +1,9 @@
 """What other threads tell the engine thread: one queue of typed messages, read only at step boundaries.
 
 The engine thread is the only owner of request state (the scheduler, the block manager, every request's sink). The
-event loop adds, aborts and promotes requests and stops the engine; the codec thread reports a decoder failure. Each
-of them only puts a message here, so no lock guards request state and no thread ever sees it half-changed.
+front-end thread adds, feeds, promotes and aborts requests; the owner stops the engine; the codec thread reports a
+decoder failure. Each of them only puts a message here, so no lock guards request state and no thread ever sees it
+half-changed.
 """
 from __future__ import annotations
 
@@ -14,14 +15,14 @@ import numpy as np
 from service.engine.sequence import Sequence
 
 if TYPE_CHECKING:
-    from service.engine.audio_output import PcmSink
+    from service.engine.audio_output import AudioSink
 
 
 @dataclass(frozen=True)
 class Add:
     """A new request and the sink its audio goes to."""
     seq: Sequence
-    sink: PcmSink
+    sink: AudioSink
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ identity, so an edited clip is re-read.
 """
 from __future__ import annotations
 
-import threading
 import wave
 from pathlib import Path
 
@@ -59,7 +58,6 @@ class _PerClip:
 
     def __init__(self):
         self._cache: dict[str, tuple[tuple, np.ndarray]] = {}  # resolved path -> (file stamp, result)
-        self._lock = threading.Lock()
 
     def of_audio(self, samples: np.ndarray, rate: int) -> np.ndarray:
         raise NotImplementedError
@@ -98,8 +96,7 @@ class SpeakerEmbeddings(_PerClip):
     def of_audio(self, samples: np.ndarray, rate: int) -> np.ndarray:
         """f32 [H] embedding of mono float32 audio."""
         mel = log_mel(resample(np.asarray(samples, np.float32), rate, self.sample_rate))
-        with self._lock:
-            return self._model({"mel": mel[None]})["embedding"].copy()
+        return self._model({"mel": mel[None]})["embedding"].copy()
 
 
 class ClipCodes(_PerClip):
@@ -117,5 +114,4 @@ class ClipCodes(_PerClip):
         audio = resample(np.asarray(samples, np.float32), rate, self.sample_rate)
         if not len(audio):
             raise ValueError("the clip is empty")
-        with self._lock:
-            return self._model({"audio": audio[None, None]})["codes"][0].T.copy()
+        return self._model({"audio": audio[None, None]})["codes"][0].T.copy()

@@ -170,7 +170,7 @@ class PromptBuilder:
 
     def text_rows(self, text: str) -> np.ndarray:
         """Text-track rows [n, H] of more text, tokenised on its own: a streamed text's later pieces. Not
-        thread-safe (the compiled text graph is shared): the caller serialises."""
+        thread-safe (the compiled text graph is shared): one thread, the front end's, calls it."""
         ids = self._encode(text)
         if not ids:
             return np.zeros((0, self._codec_embedding.shape[1]), np.float32)

@@ -1,15 +1,14 @@
 """Text to a Sequence the engine can run: the front end's one entry point.
 
-Everything a request needs before it reaches the serving loop happens here, on a worker thread of the caller (the
-prompt builder's text graph is compiled once and shared, so building is serialised by a lock): the text is cleaned
-and bounded, the voice is found, a cloned voice's embedding and clip codes are looked up, the language is chosen,
-the text is normalised, the prompt is built, and sampling and the frame cap are decided.
+Everything a request needs before it reaches the serving loop happens here, on the front-end thread (frontend.worker),
+the one thread that uses this builder once the service has started: the text is cleaned and bounded, the voice is
+found, a cloned voice's embedding and clip codes are looked up, the language is chosen, the text is normalised, the
+prompt is built, and sampling and the frame cap are decided.
 """
 from __future__ import annotations
 
 import itertools
 import random
-import threading
 
 import numpy as np
 
@@ -28,8 +27,6 @@ from service.modeldir.manifest import ModelDir
 # per text token; twice that plus two seconds leaves room for slow speech without letting a runaway go far.
 _FRAMES_PER_TEXT_TOKEN = 8
 _FRAMES_BASE = 25
-# A streamed text whose language is unclear from its first words starts once it has this many (or ends).
-_LANGUAGE_WORDS = 8
 
 
 class RequestBuilder:
@@ -42,7 +39,6 @@ class RequestBuilder:
         self._embeddings = SpeakerEmbeddings(model) if model.has("speaker_encoder.xml") else None
         # ... and, when the voice has the clip's transcript, the clip's codes (in-context cloning).
         self._clip_codes = ClipCodes(model) if model.has("codec_encoder.xml") else None
-        self._lock = threading.Lock()
         self._ids = itertools.count()
 
     def warm_up(self) -> Sequence:
@@ -65,15 +61,6 @@ class RequestBuilder:
         the clip's codes inside the prompt, so the whole text must be known before the first step."""
         chosen = self.voices.find(voice, speaker)
         return not (chosen.clip is not None and chosen.clip.text and self._clip_codes is not None)
-
-    def language_unclear(self, text: str, voice: str | None, speaker: str | None, language: str | None) -> bool:
-        """Whether the start of a streamed text is too short to tell its language (when neither the request nor
-        the voice names one): "Es sind 21,5 °C" is two words once numbers are left out."""
-        chosen = self.voices.find(voice, speaker)
-        named = [code for code in (language, chosen.language) if code and code.lower() != "auto"]
-        if named or len(text.split()) >= _LANGUAGE_WORDS:
-            return False
-        return choose_language(None, None, text, chosen.languages)[0] is None
 
     def build_open(self, text: str, voice: str | None = None, speaker: str | None = None,
                    language: str | None = None, seed: int | None = None) -> tuple[Sequence, TextFeed]:
@@ -117,9 +104,8 @@ class RequestBuilder:
         model_language = self.voices.model_language(code)
         spoken = normalize(text, code)
         try:
-            with self._lock:
-                prompt = self.prompts.build(spoken, speaker=chosen.speaker, language=model_language,
-                                            instruct=chosen.instruct, **clone_layout)
+            prompt = self.prompts.build(spoken, speaker=chosen.speaker, language=model_language,
+                                        instruct=chosen.instruct, **clone_layout)
         except PromptError as error:  # text that cannot be put into the prompt frame
             raise InvalidText(str(error)) from error
         words = len(spoken.split())
@@ -167,8 +153,7 @@ class RequestBuilder:
 
     def text_rows(self, piece: str) -> np.ndarray:
         """Text-track rows of a later piece of a streamed text (already normalised)."""
-        with self._lock:
-            return self.prompts.text_rows(piece)
+        return self.prompts.text_rows(piece)
 
 
 class TextFeed:

@@ -49,6 +49,8 @@ class Voices:
         self._manifest = dataclasses.asdict(model.manifest)  # build_voices reads the voice fields of a mapping
         self._source = settings.source
         self._stamp = _stamp(self._source)
+        # Two threads enter: the front end finds voices, and the event loop lists them for a Describe, which must
+        # show an edit at once without waiting behind the front end's work. The lock is taken only on a reload.
         self._lock = threading.Lock()
         self._voices = build_voices(self._manifest, settings)  # a bad section fails the start (ConfigError)
 

@@ -8,37 +8,30 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+
+from service.speech.api import RequestInfo
 
 _LOG = logging.getLogger("service.replies")
 
 
-class _About(dict):
-    """The dict every request of one reply fills in (voice, language, language_detected): the latest values, and
-    each language in the order the reply's requests spoke them (a streamed reply is several requests)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.languages: list[str] = []
-
-    def update(self, *args: Any, **kwargs: Any) -> None:
-        super().update(*args, **kwargs)
-        label = (self.get("language") or "auto") + (" (detected)" if self.get("language_detected") else "")
-        if not self.languages or self.languages[-1] != label:
-            self.languages.append(label)
-
-
 class ReplyLog:
-    """Collects one reply's figures while it is spoken. `about` is handed to the engine, which fills in the voice
-    and language it chose (see Engine.synthesize)."""
+    """Collects one reply's figures while it is spoken, with what the engine chose for each of its requests."""
 
     def __init__(self, peer: str, sample_rate: int, sample_width: int):
         self.peer = peer
-        self.about: _About = _About()
+        self._voice: str | None = None
+        self._languages: list[str] = []  # each language in the order the reply's requests spoke them
         self._bytes_per_second = sample_rate * sample_width
         self._started = time.monotonic()
         self._first_audio: float | None = None
         self._audio_bytes = 0
+
+    def spoke(self, info: RequestInfo) -> None:
+        """One of the reply's requests (a streamed reply is several): the latest voice, and its language."""
+        self._voice = info.voice
+        label = (info.language or "auto") + (" (detected)" if info.language_detected else "")
+        if not self._languages or self._languages[-1] != label:
+            self._languages.append(label)
 
     def audio(self, pcm: bytes) -> None:
         if self._first_audio is None and pcm:
@@ -50,9 +43,9 @@ class ReplyLog:
         ended = time.monotonic()
         start = text_since if text_since is not None else self._started
         seconds = self._audio_bytes / self._bytes_per_second
-        spoken = self.about.languages or ["auto"]
+        spoken = self._languages or ["auto"]
         language = f"language {spoken[0]}" if len(spoken) == 1 else f"languages {', '.join(spoken)}"
         first = f"first audio {self._first_audio - start:.2f} s" if self._first_audio is not None else "no audio"
         rtf = f"RTF {(ended - start) / seconds:.2f}" if seconds else "RTF -"
         _LOG.info("reply to %s: voice %s, %s, %d characters, %s, %.2f s of audio, %s, %s",
-                  self.peer, self.about.get("voice") or "default", language, characters, first, seconds, rtf, status)
+                  self.peer, self._voice or "default", language, characters, first, seconds, rtf, status)

@@ -2,17 +2,18 @@
 
 Without lookahead, each sentence would only start once the previous one has finished generating, and a listener
 hears a gap of one time-to-first-audio between sentences whenever generation runs near real time. With it, the next
-sentence joins the continuous batch (where an extra request is nearly free) and its audio waits in a queue.
+sentence joins the continuous batch (where an extra request is nearly free) and its audio waits in its handle. A
+sentence opened while another is being heard is deferred (made ahead of need) until its turn comes.
 """
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 from wyoming.tts import SynthesizeVoice
 
+from service.speech.api import Handle, Request, RequestInfo
 from service.wyoming.speech_engine import SpeechEngine
 from service.wyoming.utterances import Utterance
 
@@ -24,54 +25,56 @@ _END = None
 
 
 async def sentence_audio(engine: SpeechEngine, sentences: AsyncIterator[str | Utterance], voice: SynthesizeVoice,
-                         lookahead: int = LOOKAHEAD, about: dict | None = None) -> AsyncGenerator[bytes, None]:
+                         lookahead: int = LOOKAHEAD,
+                         on_info: Callable[[RequestInfo], None] | None = None) -> AsyncGenerator[bytes, None]:
     """PCM of every sentence in order. An error (of the text or of a sentence) is raised where it occurs in the
     order, so the audio before it is still delivered. Closing the iterator aborts every sentence still running.
-    `about` is handed to every sentence's request: the engine notes the voice and language it chose there."""
+    `on_info` is told what the engine chose for each sentence (voice, language), in the order they were opened."""
     slots = asyncio.Semaphore(lookahead)
-    streams: asyncio.Queue = asyncio.Queue()  # one queue of PCM per sentence, in order; then _END or an error
-    tasks: list[asyncio.Task] = []
+    handles: asyncio.Queue[Handle | Exception | None] = asyncio.Queue()  # in order; then _END or an error
+    opened: list[Handle] = []
+    reading = False  # whether the reader is inside a sentence's audio
 
-    async def generate(sentence: str | Utterance, out: asyncio.Queue, needed: asyncio.Event) -> None:
-        try:
-            chunks = engine.synthesize(sentence, voice=voice.name, speaker=voice.speaker, language=voice.language,
-                                       needed=needed, about=about)
-            async with contextlib.aclosing(chunks):
-                async for pcm in chunks:
-                    out.put_nowait(pcm)
-            out.put_nowait(_END)
-        except Exception as error:  # handed to the reader, in order
-            out.put_nowait(error)
-
-    async def feed() -> None:
+    async def open_all() -> None:
         try:
             async for sentence in sentences:
                 await slots.acquire()
-                out: asyncio.Queue = asyncio.Queue()
-                needed = asyncio.Event()
-                if streams.empty() and not reading.is_set():
-                    needed.set()  # nothing of this reply is queued before it: the listener waits for it now
-                tasks.append(asyncio.create_task(generate(sentence, out, needed)))
-                streams.put_nowait((out, needed))
-            streams.put_nowait(_END)
+                # Nothing of this reply is queued before it: the listener waits for it now.
+                needed_now = handles.empty() and not reading
+                text = sentence if isinstance(sentence, str) else None
+                handle = engine.open(Request(text, voice=voice.name, speaker=voice.speaker, language=voice.language,
+                                             deferred=not needed_now))
+                if on_info is not None:
+                    handle.info.add_done_callback(_told(on_info))
+                if isinstance(sentence, Utterance):
+                    sentence.attach(handle)
+                opened.append(handle)
+                handles.put_nowait(handle)
+            handles.put_nowait(_END)
         except Exception as error:
-            streams.put_nowait(error)
+            handles.put_nowait(error)
 
-    reading = asyncio.Event()  # set while the reader is inside a sentence's audio
-    tasks.append(asyncio.create_task(feed()))
+    opener = asyncio.create_task(open_all())
     try:
-        while (stream := await _next(streams)) is not _END:
-            out, needed = stream
-            needed.set()  # its turn: from now on the listener waits for this sentence
-            reading.set()
-            while (pcm := await _next(out)) is not _END:
+        while (handle := await _next(handles)) is not _END:
+            handle.needed()  # its turn: from now on the listener waits for this sentence
+            reading = True
+            async for pcm in handle:
                 yield pcm
-            reading.clear()
+            reading = False
             slots.release()
     finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        opener.cancel()
+        await asyncio.gather(opener, return_exceptions=True)
+        for handle in opened:
+            handle.cancel()  # nothing for one that has ended
+
+
+def _told(on_info: Callable[[RequestInfo], None]) -> Callable[[asyncio.Future], None]:
+    def tell(info: asyncio.Future) -> None:
+        if not info.cancelled() and info.exception() is None:
+            on_info(info.result())
+    return tell
 
 
 async def _next(queue: asyncio.Queue) -> Any:

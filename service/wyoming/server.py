@@ -683,7 +683,7 @@ class ChorusHandler(AsyncEventHandler):
         status, counted = "aborted: the client left", "aborted"  # unless it gets further than a cancellation
         try:
             try:
-                sentences = sentence_audio(engine, reply.sentences(), voice, about=log.about)
+                sentences = sentence_audio(engine, reply.sentences(), voice, on_info=log.spoke)
                 async with contextlib.aclosing(sentences) as pcm_chunks:
                     async for pcm in pcm_chunks:
                         log.audio(pcm)

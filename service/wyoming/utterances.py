@@ -9,9 +9,8 @@ language detector and the first frames something to go on; a complete short sent
 """
 from __future__ import annotations
 
-import asyncio
 import re
-from collections.abc import AsyncGenerator
+from typing import Protocol
 
 FIRST_WORDS = 3
 
@@ -20,33 +19,58 @@ _ENDERS = ".!?;:…。！？"
 _CLOSERS = "\"')]}»”’"
 
 
+class TextTarget(Protocol):
+    """Where an utterance's pieces go: the handle of the request that speaks it (service.speech.api.Handle)."""
+
+    def feed(self, text: str) -> None: ...
+    def close(self) -> None: ...
+    def cancel(self, error: BaseException | None = None) -> None: ...
+
+
 class Utterance:
-    """The pieces of one utterance's text as they are cut: an async iterator that ends when it is closed."""
+    """The pieces of one utterance's text as they are cut: held until the utterance is given to its request
+    (`attach`), then passed on as they come; then its end, or the reply's error."""
 
     def __init__(self, first: str):
-        self._queue: asyncio.Queue[str | BaseException | None] = asyncio.Queue()
-        self._queue.put_nowait(first)
-        self.closed = False
+        self._pieces = [first]
+        self._end: BaseException | bool = False  # True: closed; an error: failed
+        self._target: TextTarget | None = None
+
+    @property
+    def closed(self) -> bool:
+        return self._end is not False
 
     def put(self, piece: str) -> None:
-        if not self.closed:
-            self._queue.put_nowait(piece)
+        if self.closed:
+            return
+        if self._target is None:
+            self._pieces.append(piece)
+        else:
+            self._target.feed(piece)
 
     def close(self) -> None:
         if not self.closed:
-            self.closed = True
-            self._queue.put_nowait(None)
+            self._end = True
+            if self._target is not None:
+                self._target.close()
 
     def fail(self, error: BaseException) -> None:
+        """The reply failed: its request is aborted, and its reader hears `error` after the audio made so far."""
         if not self.closed:
-            self.closed = True
-            self._queue.put_nowait(error)
+            self._end = error
+            if self._target is not None:
+                self._target.cancel(error)
 
-    async def __aiter__(self) -> AsyncGenerator[str, None]:
-        while (item := await self._queue.get()) is not None:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
+    def attach(self, target: TextTarget) -> None:
+        """Every piece so far goes to `target`, then the end if it came; later ones as they come."""
+        self._target = target
+        for piece in self._pieces:
+            target.feed(piece)
+        self._pieces = []
+        if self._end is True:
+            target.close()
+        elif self._end is not False:
+            target.cancel(self._end)
 
 
 def cut_point(text: str, first: bool) -> int:
