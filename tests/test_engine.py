@@ -238,12 +238,19 @@ def test_the_benchmark_setting_ends_a_random_models_reply_at_a_natural_length(pe
 EIGHT_WORDS = "The kitchen lights will turn off in ten"
 
 
-async def held_open(first: str, more: asyncio.Event, rest: tuple[str, ...] = ()):
-    """A streamed text: `first`, then nothing until `more` is set, then each of `rest`."""
-    yield first
-    await more.wait()
-    for piece in rest:
-        yield piece
+async def held_open(engine: Speech, first: str, more: asyncio.Event, rest: tuple[str, ...] = (), **kwargs) -> int:
+    """Speaks a streamed text: `first` now, then nothing until `more` is set, then each of `rest` and the text's end.
+    Returns the PCM bytes it got."""
+    handle = engine.open(Request(None, **kwargs))
+    handle.feed(first)
+
+    async def later() -> None:
+        await more.wait()
+        for piece in rest:
+            handle.feed(piece)
+        handle.close()
+
+    return (await asyncio.gather(drain(handle), later()))[0]
 
 
 async def drain(stream) -> int:
@@ -255,12 +262,11 @@ async def drain(stream) -> int:
 
 async def test_streams_waiting_for_text_leave_the_batch_to_a_one_shot_request():
     # Issue 15: streams that sent some words and then nothing took every batch place; "Hi." got no event at all.
-    engine = Engine(EngineSettings(max_batch=2, seed=1))
+    engine = Speech(EngineSettings(max_batch=2, seed=1))
     engine.start()
     more = asyncio.Event()
     try:
-        streams = [asyncio.create_task(drain(engine.synthesize(held_open(EIGHT_WORDS, more), language="en")))
-                   for _ in range(2)]
+        streams = [asyncio.create_task(held_open(engine, EIGHT_WORDS, more, language="en")) for _ in range(2)]
         for _ in range(3000):
             if len(engine.scheduler.awaiting_text) == 2:
                 break
@@ -282,13 +288,12 @@ async def test_streams_waiting_for_text_leave_the_batch_to_a_one_shot_request():
 async def test_a_stream_fed_beyond_the_pool_fails_at_once_and_others_go_on():
     # Issue 15: 8 blocks of 32 rows; fed 120 words (600 frames at 5 per word) it preempted itself for ever, silently,
     # and every other request starved.
-    engine = Engine(EngineSettings(max_cache_blocks=8, benchmark_frames_per_word=5.0, seed=1))
+    engine = Speech(EngineSettings(max_cache_blocks=8, benchmark_frames_per_word=5.0, seed=1))
     engine.start()
     more = asyncio.Event()
     try:
         words = [f" word{i}" for i in range(112)]
-        stream = asyncio.create_task(drain(engine.synthesize(held_open(EIGHT_WORDS, more, tuple(words)),
-                                                             language="en")))
+        stream = asyncio.create_task(held_open(engine, EIGHT_WORDS, more, tuple(words), language="en"))
         while engine.stats().running == 0:
             await asyncio.sleep(0.01)
         more.set()
@@ -307,14 +312,14 @@ async def test_a_stream_fed_beyond_the_pool_fails_at_once_and_others_go_on():
 async def test_a_preemption_made_by_a_schedule_that_runs_nothing_is_counted():
     # Issue 15: a batch of one gives its deferred request up to a needed one in a schedule() with no entries (the
     # needed one joins at the next): chorus_preemptions_total stayed 0.
-    engine = Engine(EngineSettings(max_batch=1, random_model_frames=1500, seed=1))
+    engine = Speech(EngineSettings(max_batch=1, random_model_frames=1500, seed=1))
     engine.start()
-    ahead = engine.synthesize(LONG, needed=asyncio.Event())
+    ahead = engine.open(Request(LONG, deferred=True))
     try:
         await anext(ahead)  # running, generated ahead of need
         _, codes, _, _ = await asyncio.wait_for(collect(engine, "Hi."), 60)
         assert codes
         assert engine.metrics.preemptions_total._value.get() == 1
     finally:
-        await ahead.aclose()
+        ahead.cancel()
         engine.stop()

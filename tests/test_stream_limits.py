@@ -15,7 +15,7 @@ from wyoming.info import Describe
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
 
 from service.config import EngineSettings
-from service.speech import Engine
+from service.speech.speech import Speech
 
 from test_limits import PROMPT, connect, limited_server, read_replies, until
 from test_server import SENTENCE, TIMEOUT, audio
@@ -113,7 +113,7 @@ async def test_silent_streams_do_not_starve_a_one_shot_request_from_another_conn
     more stream waiting for a place); a one-shot "Hi." from another connection still gets its audio within the pause
     timeout and some slack for a loaded machine, long before idle_timeout."""
     pause, slack = 1.0, 5.0
-    engine = Engine(EngineSettings(seed=5, max_batch=2, random_model_frames=1500))
+    engine = Speech(EngineSettings(seed=5, max_batch=2, random_model_frames=1500))
     engine.start()
     try:
         async with limited_server(chorus, engine=engine, stream_pause_timeout=pause, idle_timeout=120.0) as (_, port):
