@@ -4,13 +4,17 @@
 Starts `python -m service` (the wyoming-chorus command) on loopback ports of its own, then several concurrent
 "rooms" talk to it over real sockets with wyoming's AsyncTcpClient until the time is up, each on a new connection
 per request, as Home Assistant does: one-shot `synthesize` requests, streamed ones (synthesize-start, text deltas,
-Home Assistant's synthesize copy, synthesize-stop), and requests whose client hangs up mid-reply. Meanwhile it
-samples the server process's RSS (/proc/PID/statm) and scrapes /metrics (chorus_kv_blocks_used,
+Home Assistant's synthesize copy, synthesize-stop), requests whose client hangs up mid-reply, and two hostile
+streams: a silent one (a few words, then nothing) and a trickling one (a word now and then, never an end), which
+the server must end with a `stream-timeout` error and synthesize-stopped while the other rooms go on being served.
+Its configuration shortens server.stream_pause_timeout and server.stream_max_seconds so that those end within the
+run. Meanwhile it samples the server process's RSS (/proc/PID/statm) and scrapes /metrics (chorus_kv_blocks_used,
 chorus_requests_total).
 
 Printed at the end, as markdown: RSS drift after a warm-up (MB, KB per request, MB per hour), KV blocks used over
 time and after the load (must be back to 0), whether chorus_requests_total summed over its statuses equals the
-requests sent, and the longest stall of a running reply (the largest gap between two audio chunks of one reply).
+requests sent, the longest stall of a running reply (the largest gap between two audio chunks of one reply) and
+the longest a fresh request waited for its first audio.
 Exit status 1 when the counts disagree, blocks stay used, a request failed, or the server died.
 
     python scripts/soak.py                 # 20 minutes
@@ -74,8 +78,13 @@ def compose(rng: random.Random) -> str:
     return " ".join(sentences)
 
 
-KINDS = ("oneshot", "stream", "hangup")
-WEIGHTS = (5, 3, 2)
+KINDS = ("oneshot", "stream", "hangup", "silent", "trickle")
+WEIGHTS = (10, 6, 4, 1, 1)
+# The soak's own stream limits (server.stream_pause_timeout, server.stream_max_seconds): short, so that a silent or
+# trickling stream ends several times in a run; the trickle sends a word more often than the pause allows.
+STREAM_PAUSE_TIMEOUT = 4.0
+STREAM_MAX_SECONDS = 15.0
+TRICKLE_EVERY = 0.6 * STREAM_PAUSE_TIMEOUT
 REQUEST_TIMEOUT = 120.0
 
 
@@ -87,12 +96,15 @@ class Outcome:
     chunks: int
     longest_gap_s: float  # between two audio chunks of this reply
     error: str | None = None
+    first_audio_s: float | None = None  # from the request to its first audio chunk
 
 
 @dataclass
 class Sample:
     t: float  # seconds since the load began
     rss_mb: float
+    fds: int  # open file descriptors of the server process
+    threads: int
     kv_blocks_used: float
     requests_sent: int
     requests_counted: float  # chorus_requests_total summed over statuses
@@ -119,6 +131,8 @@ def loopback_config(chosen: Path | None, directory: Path) -> Path:
     source = chosen or default_config_path()
     raw = yaml.safe_load(source.read_text(encoding="utf-8")) or {}
     raw.setdefault("metrics", {})["address"] = HOST
+    raw.setdefault("server", {}).update(stream_pause_timeout=STREAM_PAUSE_TIMEOUT,
+                                        stream_max_seconds=STREAM_MAX_SECONDS)
     fd, path = tempfile.mkstemp(prefix=".chorus-soak-", suffix=".yaml", dir=chosen.parent if chosen else directory)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         yaml.safe_dump(raw, out)
@@ -138,6 +152,12 @@ def start_server(args: argparse.Namespace, port: int, metrics_port: int, config:
 def rss_mb(pid: int) -> float:
     with open(f"/proc/{pid}/statm") as statm:
         return int(statm.read().split()[1]) * PAGE_BYTES / 2**20
+
+
+def fds_and_threads(pid: int) -> tuple[int, int]:
+    with open(f"/proc/{pid}/status") as status:
+        threads = next(int(line.split()[1]) for line in status if line.startswith("Threads:"))
+    return len(os.listdir(f"/proc/{pid}/fd")), threads
 
 
 async def http_get(port: int, path: str, timeout: float = 5.0) -> tuple[int, str]:
@@ -194,41 +214,67 @@ def stop_server(server: subprocess.Popen) -> int:
 
 # ---- the rooms ----------------------------------------------------------------------------------------------------
 
+async def send_text(client: AsyncTcpClient, kind: str, text: str) -> None:
+    """The request's events. A silent stream stops after its first words; a trickling one adds a word every
+    TRICKLE_EVERY seconds and never ends: the server must end both (stream-timeout) while it reads this."""
+    if kind == "oneshot" or (kind == "hangup" and len(text) % 2):
+        await client.write_event(Synthesize(text).event())
+        return
+    await client.write_event(SynthesizeStart().event())
+    if kind in ("silent", "trickle"):
+        words = text.rstrip(".!").split()
+        await client.write_event(SynthesizeChunk(" ".join(words[:4])).event())
+        if kind == "trickle":
+            for n in range(int(REQUEST_TIMEOUT / TRICKLE_EVERY)):
+                await asyncio.sleep(TRICKLE_EVERY)
+                await client.write_event(SynthesizeChunk(f" {words[n % len(words)]}").event())
+        return
+    for i in range(0, len(text), 9):  # deltas split mid-word, as a language model streams them
+        await client.write_event(SynthesizeChunk(text[i:i + 9]).event())
+    await client.write_event(Synthesize(text).event())  # Home Assistant's copy: ignored in a stream
+    await client.write_event(SynthesizeStop().event())
+
+
 async def request(port: int, kind: str, text: str, rng: random.Random, load: Load) -> Outcome:
-    """One reply on its own connection. `hangup` closes the connection after a few audio chunks."""
+    """One reply on its own connection. `hangup` closes the connection after a few audio chunks; `silent` and
+    `trickle` succeed when the server ends them with stream-timeout and synthesize-stopped."""
     started = time.monotonic()
     outcome = Outcome(kind, started - load.began, False, 0, 0.0)
     hang_up_after = rng.randint(1, 6) if kind == "hangup" else None
-    streaming = kind == "stream" or (kind == "hangup" and rng.random() < 0.5)
+    streaming = kind in ("stream", "silent", "trickle") or (kind == "hangup" and not len(text) % 2)
     done_type = SynthesizeStopped().event().type if streaming else AudioStop().event().type
     last_chunk = None
     try:
         async with asyncio.timeout(REQUEST_TIMEOUT), AsyncTcpClient(HOST, port) as client:
-            if streaming:
-                await client.write_event(SynthesizeStart().event())
-                for i in range(0, len(text), 9):  # deltas split mid-word, as a language model streams them
-                    await client.write_event(SynthesizeChunk(text[i:i + 9]).event())
-                await client.write_event(Synthesize(text).event())  # Home Assistant's copy: ignored in a stream
-                await client.write_event(SynthesizeStop().event())
-            else:
-                await client.write_event(Synthesize(text).event())
+            sender = asyncio.create_task(send_text(client, kind, text))
             load.sent += 1
-            while (event := await client.read_event()) is not None:
-                if AudioChunk.is_type(event.type):
-                    now = time.monotonic()
-                    if last_chunk is not None:
-                        outcome.longest_gap_s = max(outcome.longest_gap_s, now - last_chunk)
-                    last_chunk = now
-                    outcome.chunks += 1
-                    if hang_up_after is not None and outcome.chunks >= hang_up_after:
-                        outcome.ok = True  # leaving mid-reply is this request's purpose
+            try:
+                while (event := await client.read_event()) is not None:
+                    if AudioChunk.is_type(event.type):
+                        now = time.monotonic()
+                        if last_chunk is None:
+                            outcome.first_audio_s = now - started
+                        else:
+                            outcome.longest_gap_s = max(outcome.longest_gap_s, now - last_chunk)
+                        last_chunk = now
+                        outcome.chunks += 1
+                        if hang_up_after is not None and outcome.chunks >= hang_up_after:
+                            outcome.ok = True  # leaving mid-reply is this request's purpose
+                            return outcome
+                    elif Error.is_type(event.type):
+                        outcome.error = Error.from_event(event).code or "error"
+                    elif event.type == done_type:
+                        if kind in ("silent", "trickle"):
+                            outcome.ok = outcome.error == "stream-timeout"
+                            outcome.error = None if outcome.ok else outcome.error or "not ended by stream-timeout"
+                        else:
+                            outcome.ok = outcome.error is None and outcome.chunks > 0
                         return outcome
-                elif Error.is_type(event.type):
-                    outcome.error = Error.from_event(event).code or "error"
-                elif event.type == done_type:
-                    outcome.ok = outcome.error is None and outcome.chunks > 0
-                    return outcome
-            outcome.error = outcome.error or "the server closed the connection"
+                outcome.error = outcome.error or "the server closed the connection"
+            finally:
+                sender.cancel()
+                with contextlib.suppress(asyncio.CancelledError, OSError):
+                    await sender
     except (OSError, TimeoutError) as failure:
         outcome.error = f"{type(failure).__name__}: {failure}"
     finally:
@@ -248,7 +294,8 @@ async def watch(pid: int, metrics_port: int, deadline: float, every: float, load
                 samples: list[Sample]) -> None:
     while True:
         values = await scrape(metrics_port)
-        samples.append(Sample(round(time.monotonic() - load.began, 1), round(rss_mb(pid), 2),
+        fds, threads = fds_and_threads(pid)
+        samples.append(Sample(round(time.monotonic() - load.began, 1), round(rss_mb(pid), 2), fds, threads,
                               values["kv_blocks_used"], load.sent, values["requests_counted"]))
         if time.monotonic() >= deadline:
             return
@@ -287,7 +334,8 @@ def report(args, samples: list[Sample], load: Load, final: dict[str, float], exi
     kb_per_request = slope([(s.requests_sent, s.rss_mb) for s in warm]) * 1024
     by_kind = {k: sum(o.kind == k for o in load.outcomes) for k in KINDS}
     failed = [o for o in load.outcomes if not o.ok]
-    running = [o for o in load.outcomes if o.chunks > 1]
+    # A silent or trickling stream waits for its text by design: its gaps are the client's, not stalls.
+    running = [o for o in load.outcomes if o.chunks > 1 and o.kind not in ("silent", "trickle")]
     gaps = sorted(o.longest_gap_s for o in running)
     counted = final["requests_counted"]
     statuses = ", ".join(f"{k[7:]} {v:g}" for k, v in sorted(final.items()) if k.startswith("status_"))
@@ -303,12 +351,21 @@ def report(args, samples: list[Sample], load: Load, final: dict[str, float], exi
     else:
         stall = "no reply had two chunks"
     errors = f": {', '.join(sorted({o.error or 'no audio' for o in failed}))}" if failed else ""
+    waits = sorted(o.first_audio_s for o in load.outcomes if o.first_audio_s is not None and o.kind != "hangup")
+    if waits:
+        first_audio = (f"longest {waits[-1]:.2f} s, p99 {waits[min(len(waits) - 1, int(0.99 * len(waits)))]:.2f} s, "
+                       f"median {statistics.median(waits):.2f} s over {len(waits)} replies")
+    else:
+        first_audio = "no reply had audio"
     rows = [
         (f"server RSS after the {args.warm_up:g} s warm-up",
          f"{first.rss_mb:.1f} -> {last.rss_mb:.1f} MB: {last.rss_mb - first.rss_mb:+.2f} MB over {in_window} "
          f"requests (slope {kb_per_request:+.2f} KB/request, {mb_per_hour:+.1f} MB/hour)"),
         ("server RSS min / max, whole run",
          f"{min(s.rss_mb for s in samples):.1f} / {max(s.rss_mb for s in samples):.1f} MB"),
+        ("open fds / threads after the warm-up: first -> last (max)",
+         f"{first.fds} -> {last.fds} ({max(s.fds for s in warm)}) / {first.threads} -> {last.threads} "
+         f"({max(s.threads for s in warm)})"),
         ("KV blocks used: max under load / after it",
          f"{max(s.kv_blocks_used for s in samples):g} / {final['kv_blocks_used']:g} "
          f"{'(all free)' if blocks_free else '(NOT FREED)'}"),
@@ -316,18 +373,20 @@ def report(args, samples: list[Sample], load: Load, final: dict[str, float], exi
          f"{counted:g} of {load.sent} sent {'(equal)' if counts_match else '(MISMATCH)'}: {statuses}"),
         ("failed requests (client side)", f"{len(failed)}{errors}"),
         ("longest stall of a running reply", stall),
+        ("time to first audio of a fresh request (one-shot and streamed, while hostile streams were open)",
+         first_audio),
         ("server", "still running at the end" if exit_code is None else f"exited early with {exit_code}"),
     ]
     kinds = ", ".join(f"{n} {k}" for k, n in by_kind.items())
     lines = [f"## Soak: {args.minutes:g} min, {args.rooms} rooms, {load.sent} requests ({kinds})", "",
              "| check | result |", "|---|---|"]
     lines += [f"| {check} | {result} |" for check, result in rows]
-    lines += ["", "| t (s) | RSS (MB) | KV blocks used | requests sent | counted by the server |",
-              "|---:|---:|---:|---:|---:|"]
+    lines += ["", "| t (s) | RSS (MB) | fds | threads | KV blocks used | requests sent | counted by the server |",
+              "|---:|---:|---:|---:|---:|---:|---:|"]
     step = max(1, len(samples) // 12)
     shown = samples[::step] + ([samples[-1]] if (len(samples) - 1) % step else [])
-    lines += [f"| {s.t:.0f} | {s.rss_mb:.1f} | {s.kv_blocks_used:g} | {s.requests_sent} | {s.requests_counted:g} |"
-              for s in shown]
+    lines += [f"| {s.t:.0f} | {s.rss_mb:.1f} | {s.fds} | {s.threads} | {s.kv_blocks_used:g} | {s.requests_sent} "
+              f"| {s.requests_counted:g} |" for s in shown]
     lines += ["", f"**{'PASS' if passed else 'FAIL'}**"]
     return "\n".join(lines), passed
 
