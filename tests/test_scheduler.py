@@ -1,3 +1,7 @@
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import seed, settings
@@ -728,3 +732,11 @@ PROPERTY_SEED = 15
 RandomOperations.TestCase.settings = settings(max_examples=100, stateful_step_count=60, deadline=None,
                                               database=None)
 test_random_operations = seed(PROPERTY_SEED)(RandomOperations).TestCase
+
+
+def test_the_exploration_script_runs_and_prints_its_seeds():
+    script = Path(__file__).resolve().parent.parent / "scripts" / "explore_scheduler.py"
+    done = subprocess.run([sys.executable, str(script), "--seconds", "0", "--seed", "7", "--examples", "5"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr[-4000:]
+    assert done.stdout.splitlines()[0] == "seed 7" and "no failure" in done.stdout
