@@ -11,7 +11,11 @@ import openvino as ov
 import pytest
 
 from service.config import EngineSettings
+from service.engine.blocks import BlockManager
 from service.engine.device import available_devices, cpu_facts, resolve_device
+from service.engine.runner import PagedRunner, RunnerOptions
+from service.engine.scheduler import Scheduler
+from service.engine.sequence import SamplingParams, Sequence
 from service.errors import InvalidText, RequestFailed, SetupError, UnknownVoice
 from service.export.builtin import resolve_model
 from service.frontend.requests import RequestBuilder
@@ -323,3 +327,50 @@ async def test_a_preemption_made_by_a_schedule_that_runs_nothing_is_counted():
     finally:
         ahead.cancel()
         engine.stop()
+
+
+def test_a_prefix_cached_block_is_the_block_the_request_computes_alone():
+    # Issue 15: with the prefix cache, a seeded request spoken alone after churn gave other audio than before it. A
+    # u8 block's contents depend on how its rows were split into prefill chunks (its keys are quantised per channel
+    # over the block), and a chunk cut by the budget a busy step had left split a block that the cache then kept.
+    runner = PagedRunner(ModelDir(resolve_model("builtin:tiny")),
+                         RunnerOptions(device="CPU", kv_precision="u8", num_blocks=24))
+    hidden, block = runner.hidden_size, runner.block_size
+    prompt = np.random.default_rng(5).standard_normal((3 * block + 4, hidden)).astype(np.float32) * 0.5
+    greedy = SamplingParams(temperature=0.0, sub_temperature=0.0)
+
+    def request(seq_id: int, rows: np.ndarray, frames: int) -> Sequence:
+        return Sequence(seq_id, rows, np.zeros((0, hidden), np.float32), np.zeros(hidden, np.float32), frames, greedy)
+
+    def logits_of(sched: Scheduler, watched: Sequence) -> np.ndarray:
+        """Runs until `watched` ends: the logits of each of its frames."""
+        seen = []
+        while not watched.is_finished:
+            entries = sched.schedule()
+            output = runner.step(entries, want_logits=True)
+            seen += [output.logits[i].copy() for i, e in enumerate(entries) if e.seq is watched and e.emits]
+            sched.update(entries, output)
+        return np.stack(seen)
+
+    def step(sched: Scheduler) -> None:
+        entries = sched.schedule()
+        sched.update(entries, runner.step(entries))
+
+    def scheduler() -> Scheduler:  # a step budget of two blocks: the prompt takes more than one step
+        return Scheduler(BlockManager(runner.num_blocks, block), max_running=4, max_waiting=8, token_budget=2 * block)
+
+    alone = scheduler()
+    alone.add(request(1, prompt, 4))
+    reference = logits_of(alone, alone.requests[1])
+    busy = scheduler()
+    others = [request(10 + i, prompt[:5] + i + 1, 8) for i in range(3)]
+    for other in others:
+        busy.add(other)
+    step(busy)  # they prefill; from now on they decode
+    busy.add(request(2, prompt, 4))  # its chunks share each step's budget with their decodes
+    while busy.has_work():
+        step(busy)
+    busy.add(request(3, prompt, 4))  # alone again, it takes the prompt's first blocks from the cache
+    cached = logits_of(busy, busy.requests[3])
+    assert busy.blocks.rows_reused == 3 * block
+    np.testing.assert_array_equal(cached, reference)

@@ -92,22 +92,23 @@ class Scheduler:
 
     def schedule(self) -> list[ScheduledEntry]:
         """Running requests go first, in admission order; each takes its next chunk (one row when decoding, at most
-        the remaining token budget when prefilling) and the blocks to cover it. Only the newest running request can
-        be mid-prefill, since a partial chunk always uses up the budget and so stops admission: every decode is thus
-        scheduled before any prefill chunk, and the budget (at least max_running) covers all of them. When the pool
-        is dry, the request parked longest is preempted first, then the most recently admitted running request
-        (blocks freed, back to the front of waiting, recomputed from row 0 later), until the allocation fits; that
-        may be the requester itself. A full batch also gives up its newest deferred request when a needed one that
-        can run waits. Then, unless this step preempted (re-admitting a victim at once would only thrash), requests
-        join the batch while the running cap and the remaining budget allow, each with its next chunk: needed ones
-        before deferred ones, and within each, parked requests whose text has come (they kept their blocks) before
-        waiting ones in arrival order; the static policy admits only into an empty batch. One that does not fit
-        the free blocks takes a parked request's blocks (preempting it), else stops admission (arrival order),
-        except that a request awaiting text is passed over instead. Why parking: a request awaiting text runs no
-        step, so update() takes it out of the batch once only the row it holds back is left; it keeps its blocks
-        while the pool has room and is the first to lose them, and it takes only free places and blocks, never a
-        preemption, so silent streams can hold neither the batch nor the pool against requests that can run. An
-        entry emits a frame when its chunk reaches the request's last row."""
+        the remaining token budget when prefilling, ending on a block boundary unless it reaches the last row: see
+        _chunk) and the blocks to cover it. Only the newest running request can be mid-prefill, since a chunk the
+        budget cuts short uses the budget up and so stops admission: every decode is thus scheduled before any
+        prefill chunk, and the budget (at least max_running) covers all of them. When the pool is dry, the request
+        parked longest is preempted first, then the most recently admitted running request (blocks freed, back to
+        the front of waiting, recomputed from row 0 later), until the allocation fits; that may be the requester
+        itself, and one prefilling ahead of its text is parked instead. A full batch also gives up its newest
+        deferred request when a needed one that can run waits. Then, unless this step preempted (re-admitting a
+        victim at once would only thrash), requests join the batch while the running cap and the remaining budget
+        allow, each with its next chunk: needed ones before deferred ones, and within each, parked requests (they
+        kept their blocks) before waiting ones in arrival order; the static policy admits only into an empty batch.
+        One that does not fit the free blocks takes a parked request's blocks (preempting it), else stops admission
+        (arrival order), except that a request awaiting text is passed over instead. Why parking: a request
+        awaiting text runs no step, so update() takes it out of the batch once it has computed all it can; it keeps
+        its blocks while the pool has room and is the first to lose them, and it takes only free places and blocks,
+        never preempting, so silent streams can hold neither the batch nor the pool against requests that can run.
+        An entry emits a frame when its chunk reaches the request's last row."""
         self.preempted = []
         self._make_room_for_urgent()
         entries: list[ScheduledEntry] = []
@@ -117,13 +118,16 @@ class Scheduler:
                 continue  # preempted earlier in this loop for an older request
             num_new = self._chunk(seq, seq.num_computed, budget)
             while self.blocks.allocate(seq, seq.num_computed + num_new) is None:
+                if seq.awaiting_text:  # prefilling ahead of its text: it takes free blocks only
+                    self._park(seq)
+                    break
                 victim = self.parked[0] if self.parked else self.running[-1]  # never scheduled yet this step
                 self._preempt(victim)
                 if victim is seq:
                     break
-            if seq.status is SequenceStatus.RUNNING:
+            if seq.status is SequenceStatus.RUNNING:  # neither preempted nor parked
                 entries.append(self._entry(seq, num_new))
-                budget -= num_new
+                budget = self._budget_left(seq, seq.num_computed, num_new, budget)
         if not self.preempted and (self.policy is Policy.CONTINUOUS or not self.running):
             self._admit(entries, budget)
         return entries
@@ -139,7 +143,10 @@ class Scheduler:
             start = seq.num_computed if parked else self.blocks.reusable_rows(seq)
             num_new = self._chunk(seq, start, budget)
             if num_new == 0:
-                continue  # awaiting text, with nothing to compute before the row it holds back
+                continue  # awaiting text, with nothing to compute before the rows it holds back
+            if (start + num_new) % self.blocks.block_size and start + num_new < seq.num_rows \
+                    and budget < self.token_budget:
+                return  # the budget left would cut a block: it starts at the next step (see _chunk)
             if not self._take_blocks(seq, start + num_new):
                 if seq.awaiting_text:
                     continue  # nothing waits on its step: the requests behind it go ahead
@@ -148,7 +155,13 @@ class Scheduler:
             seq.status = SequenceStatus.RUNNING
             self.running.append(seq)
             entries.append(self._entry(seq, num_new))
-            budget -= num_new
+            budget = self._budget_left(seq, start, num_new, budget)
+
+    def _budget_left(self, seq: Sequence, start: int, num_new: int, budget: int) -> int:
+        """The budget after seq's chunk: none when the budget kept it short of what seq can compute, so that only
+        the newest running request is ever mid-prefill and, next step, every decode is scheduled before its chunk.
+        (A chunk that stops at a block boundary before rows held back for text is followed by parking, not more.)"""
+        return 0 if start + budget < self._end(seq) else budget - num_new
 
     def _take_blocks(self, seq: Sequence, num_rows: int) -> bool:
         """Blocks for a joining request to cover num_rows rows: a waiting one's cached prompt prefix and new ones
@@ -187,7 +200,7 @@ class Scheduler:
                     self._retire(seq, FinishReason.FRAME_CAP)
                     result.finished.append(seq)
                     continue
-            if self._chunk(seq, seq.num_computed, 1) == 0:
+            if self._chunk(seq, seq.num_computed, self.token_budget) == 0:
                 self._park(seq)
         return result
 
@@ -196,15 +209,26 @@ class Scheduler:
         if seq_id in self.requests:
             self.requests[seq_id].deferred = False
 
-    @staticmethod
-    def _chunk(seq: Sequence, start: int, budget: int) -> int:
+    def _chunk(self, seq: Sequence, start: int, budget: int) -> int:
         """Rows of `seq` from `start` this step can compute: up to the budget, and short of its last row while that
         row's frame would need text that has not come (the row that emits a frame needs the text row of the next
-        input)."""
-        num_new = min(seq.num_rows - start, budget)
-        if seq.awaiting_text and num_new == seq.num_rows - start:
-            num_new -= 1
+        input). A chunk that stops short of the last row ends on a block boundary, so that each full block is
+        written by one chunk whatever budget the step had left: a u8 block's contents depend on how its rows were
+        split into chunks (its keys are quantised per channel over the block), and a block taken from the prefix
+        cache must be the one the request computes alone. Only a budget short of the block's end cuts a block
+        (progress first); admission waits for a fuller step instead (_admit)."""
+        end = self._end(seq)
+        num_new = min(end - start, budget)
+        if start + num_new < seq.num_rows:
+            aligned = (start + num_new) // self.blocks.block_size * self.blocks.block_size - start
+            if aligned > 0 or start + num_new == end:
+                num_new = max(aligned, 0)
         return num_new
+
+    @staticmethod
+    def _end(seq: Sequence) -> int:
+        """The rows `seq` could compute now: all of them, or all but the last while its frame waits for text."""
+        return seq.num_rows - 1 if seq.awaiting_text else seq.num_rows
 
     def _never_fits(self, seq: Sequence) -> str | None:
         """Why seq could never run to its frame cap even alone in the pool, or None when it could."""
@@ -238,8 +262,7 @@ class Scheduler:
     def check_integrity(self) -> None:
         """The block manager's check plus: exactly the running and parked requests hold blocks, enough for their
         cached rows; the batch keeps to its cap, only its newest is mid-prefill and each has a row it can compute
-        next step; a parked request has only the row it holds back left; waiting requests hold none and have
-        nothing cached."""
+        next step; a parked request has rows left; waiting requests hold none and have nothing cached."""
         self.blocks.check_integrity()
         holding = list(chain(self.running, self.parked))
         if set(self.blocks.holders) != {seq.id for seq in holding}:
@@ -251,11 +274,12 @@ class Scheduler:
             raise IntegrityError(f"{len(self.running)} requests in a batch of at most {self.max_running}")
         if any(s.num_uncomputed > 1 for s in self.running[:-1]):
             raise IntegrityError("a running request other than the newest is mid-prefill")
-        if any(s.status is not SequenceStatus.RUNNING or self._chunk(s, s.num_computed, 1) < 1 for s in self.running):
-            # Each frame appends its next input row; a request awaiting text holds back exactly that row.
+        if any(s.status is not SequenceStatus.RUNNING or self._chunk(s, s.num_computed, self.token_budget) < 1
+               for s in self.running):
+            # Each frame appends its next input row; a request awaiting text holds back at least that row.
             raise IntegrityError("a running request has no row left it can compute (or is not marked running)")
-        if any(s.num_uncomputed != 1 or s.status is not SequenceStatus.PARKED for s in self.parked):
-            raise IntegrityError("a parked request has more than its held-back row left (or is not marked parked)")
+        if any(s.num_uncomputed < 1 or s.status is not SequenceStatus.PARKED for s in self.parked):
+            raise IntegrityError("a parked request has no row left, or is not marked parked")
         if any(s.num_computed or s.status is not SequenceStatus.WAITING for s in self.waiting):
             raise IntegrityError("a waiting request has cached rows or is not marked waiting")
         if len(holding) + len(self.waiting) != len(self.requests):
