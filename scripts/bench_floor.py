@@ -6,7 +6,8 @@ per stage, and each stage's measured time as a multiple of its floor.
 
 Floors, per step of B requests:
 - bytes: every weight of a graph is read once per infer (at batch 1 no cache holds a 0.6B graph's weights), so
-  talker = its weight bytes / bandwidth; code predictor = 15 infers of its layer weights + each output head once;
+  talker = its weight bytes / bandwidth; code predictor = its layer weights read by each of its 15 steps + each
+  output head once (one infer per frame since code_predictor_frame.xml, but the same reads);
 - compute: 2 x multiply-accumulates of the matrix products for B rows (code predictor: 16 rows a frame, its
   2-position prefill and 14 steps), at the f32 peak OpenVINO reaches here (a large FullyConnected at 256 rows);
 - codec decoder: its convolutions' and matrix products' FLOPs per second of audio at large-M throughput.
@@ -61,7 +62,9 @@ def constants(path: Path) -> list[tuple[str, int, int]]:
             shape = [int(d) for d in node.get_output_shape(0)]
             elements = int(np.prod(shape)) if shape else 1
             if elements > 1:
-                out.append((node.get_friendly_name(), elements * node.get_output_element_type(0).size, elements))
+                # bitwidth, not size: an INT4 weight takes half a byte, and Type.size rounds it up to one.
+                bytes_ = elements * node.get_output_element_type(0).bitwidth // 8
+                out.append((node.get_friendly_name(), bytes_, elements))
     return out
 
 
