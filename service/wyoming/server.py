@@ -66,7 +66,7 @@ from service.errors import InvalidText, MalformedEvent, QueueFull, ReplyError, R
 from service.metrics import Metrics
 from service.wyoming.event_reader import MAX_HEADER_BYTES, BadEvent, EventReader, json_kind
 from service.wyoming.reply_log import ReplyLog
-from service.wyoming.sentence_audio import sentence_audio
+from service.wyoming.playback import sentence_audio
 from service.wyoming.sentences import StreamingSentences
 from service.wyoming.speech_engine import SpeechEngine, Voice
 from service.wyoming.stream_deadline import StreamDeadline, StreamLimits, StreamTimeout
