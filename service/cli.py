@@ -24,8 +24,9 @@ from service.export.hub import HUB_MODELS
 from service.metrics import Metrics
 from service.metrics_http import MetricsServer
 from service.wyoming.discovery import Advertisement, advertised_address, default_name
+from service.wyoming.info import program_version
 from service.wyoming.listeners import bind_listener
-from service.wyoming.server import ChorusServer, program_version
+from service.wyoming.server import ChorusServer
 
 _LOG = logging.getLogger("wyoming-chorus")
 PROG = "wyoming-chorus"

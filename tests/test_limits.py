@@ -25,7 +25,8 @@ from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, Synthesize
 from service.config import ServerSettings
 from service.wyoming import server as server_module
 from service.wyoming.listeners import bind_listener
-from service.wyoming.server import ChorusServer, Reply
+from service.wyoming.reply import reply_text as Reply
+from service.wyoming.server import ChorusServer
 from service.wyoming.speech_engine import SpeechEngine
 
 from conftest import free_port

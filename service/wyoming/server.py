@@ -49,33 +49,28 @@ import contextlib
 import logging
 import socket
 import time
-from collections import deque
-from collections.abc import AsyncIterator, Sequence
-from importlib.metadata import PackageNotFoundError, version
-from typing import Any
 
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
 from wyoming.event import Event, async_write_event
-from wyoming.info import Attribution, Describe, Info, TtsProgram, TtsVoice
+from wyoming.info import Describe
 from wyoming.server import AsyncEventHandler
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped, SynthesizeVoice
 
 from service.config import ServerSettings
 from service.errors import InvalidText, MalformedEvent, QueueFull, ReplyError, RequestFailed, UnexpectedEvent
 from service.metrics import Metrics
-from service.wyoming.event_reader import MAX_HEADER_BYTES, BadEvent, EventReader, json_kind
-from service.wyoming.reply_log import ReplyLog
+from service.wyoming.event_data import event_text, event_voice
+from service.wyoming.event_reader import MAX_HEADER_BYTES, BadEvent, EventReader
+from service.wyoming.info import build_info, program_version
 from service.wyoming.playback import sentence_audio
-from service.wyoming.sentences import StreamingSentences
-from service.wyoming.speech_engine import SpeechEngine, Voice
-from service.wyoming.stream_deadline import StreamDeadline, StreamLimits, StreamTimeout
-from service.wyoming.utterances import OpenText, Utterance
+from service.wyoming.reply import OneShotText, ReplyText, StreamedText
+from service.wyoming.reply_log import ReplyLog
+from service.wyoming.speech_engine import SpeechEngine
+from service.wyoming.stream_deadline import StreamLimits, StreamTimeout
 
 _LOG = logging.getLogger(__name__)
 
-PROGRAM_NAME = "chorus"
-_ATTRIBUTION = Attribution(name="Qwen3-TTS (Alibaba Qwen team)", url="https://github.com/QwenLM/Qwen3-TTS")
 _SAMPLE_WIDTH = 2  # int16
 _CHANNELS = 1
 # How long a shutdown waits for the `error` and audio-stop of replies it aborts to reach their clients.
@@ -101,174 +96,6 @@ class TooManyRequests(BadEvent):
 
 class ClientTooSlow(ConnectionError):
     """The client is more than server.max_buffered_audio_seconds behind in reading its audio."""
-
-
-def program_version() -> str | None:
-    try:
-        return version("wyoming-chorus")
-    except PackageNotFoundError:  # running from a source checkout that was never installed
-        return None
-
-
-def build_info(voices: Sequence[Voice], program_version: str | None) -> Info:
-    """Each voice is one TtsVoice with no speakers: a model's speakers are voices of their own."""
-    return Info(
-        tts=[
-            TtsProgram(
-                name=PROGRAM_NAME,
-                attribution=_ATTRIBUTION,
-                installed=True,
-                description="Qwen3-TTS on OpenVINO; many rooms batched through one engine",
-                version=program_version,
-                voices=[
-                    TtsVoice(
-                        name=voice.name,
-                        attribution=_ATTRIBUTION,
-                        installed=True,
-                        description=voice.description,
-                        version=program_version,
-                        languages=list(voice.languages),
-                    )
-                    for voice in voices
-                ],
-                supports_synthesize_streaming=True,
-            )
-        ]
-    )
-
-
-class Reply:
-    """The text of one reply as it arrives (all at once, or in stream chunks), handed out sentence by sentence.
-
-    A stream's sentence is handed out once its end has arrived, without waiting for the next one to begin: when the
-    client pauses (Home Assistant runs a tool), the text that ends like a sentence is taken after the splitter's grace
-    (`StreamingSentences.hold`) has passed with no new text.
-
-    With `stream_input`, a stream is handed out as utterances instead (wyoming/utterances.py): each an async
-    iterator of text pieces, handed out once its first words have come and fed to one request while it speaks; the
-    same pause after a sentence end closes it.
-
-    With `limits`, a stream that waits too long for its text is timed out (wyoming/stream_deadline.py): it fails
-    with a StreamTimeout and is complete without the client's synthesize-stop."""
-
-    def __init__(self, voice: SynthesizeVoice | None, streaming: bool, max_text_length: int,
-                 stream_input: bool = False, limits: StreamLimits | None = None):
-        self.voice = voice
-        self.streaming = streaming
-        self._open = OpenText() if streaming and stream_input else None
-        self._max_text_length = max_text_length
-        self._length = 0
-        self.text_since: float | None = None  # when the first text arrived
-        self._splitter = StreamingSentences()
-        self._sentences: deque[str | Utterance] = deque()
-        self._pending_until: float | None = None  # when the held text is taken as a sentence, if it ends like one
-        self._complete = False
-        self._error: ReplyError | None = None
-        self._changed = asyncio.Event()
-        self.timed_out = False
-        # A stream that failed still waits for its synthesize-stop: the deadline bounds that wait too.
-        self._deadline = StreamDeadline(limits, self.time_out) if streaming and limits is not None else None
-
-    def add(self, text: str) -> None:
-        if self._complete:
-            return
-        if self._deadline is not None:
-            self._deadline.text_arrived()
-        if self._error is not None:
-            return
-        self._length += len(text)
-        if self.text_since is None and text.strip():
-            self.text_since = time.monotonic()
-        if self._length > self._max_text_length:  # checked before splitting: no regex over a huge text
-            self.fail(InvalidText(f"the text is longer than {self._max_text_length} characters"))
-            return
-        if self._open is None:
-            self._sentences.extend(self._splitter.add(text))
-        elif started := self._open.add(self._splitter.add_text(text)[0]):
-            self._sentences.append(started)
-        # Every chunk restarts the grace: it is a pause in the text, not the age of the sentence, that ends it.
-        hold = self._splitter.hold
-        self._pending_until = None if hold is None else time.monotonic() + hold
-        self._changed.set()
-
-    @property
-    def characters(self) -> int:
-        return self._length
-
-    def finish(self) -> None:
-        """The client has sent all the text."""
-        if self._open is not None:
-            if self._error is None and (started := self._open.end_utterance()):
-                self._sentences.append(started)
-        elif self._error is None and (rest := self._splitter.finish()):
-            self._sentences.append(rest)
-        self._end_text()
-
-    def time_out(self, error: StreamTimeout) -> None:
-        """The stream waited too long for its text: it fails (unless it had failed already: the first error is the
-        one the client hears about) and is complete, so that its end is sent without the client's synthesize-stop.
-        """
-        if self._complete:
-            return
-        self.fail(error)
-        self.timed_out = True
-        self._end_text()
-
-    def abandon(self) -> None:
-        """The client left: no deadline may fire for it later (it would keep the reply alive for nothing)."""
-        if self._deadline is not None:
-            self._deadline.cancel()
-
-    def _end_text(self) -> None:
-        self._pending_until = None
-        self._complete = True
-        if self._deadline is not None:
-            self._deadline.cancel()
-        self._changed.set()
-
-    def fail(self, error: ReplyError) -> None:
-        """Speak nothing more; the first error is the one the client hears about."""
-        if self._error is None:
-            self._error = error
-            self._sentences.clear()
-            if self._open is not None:
-                self._open.fail(error)
-            self._pending_until = None
-            self._changed.set()
-
-    async def sentences(self) -> AsyncIterator[str | Utterance]:
-        """Complete sentences (or utterances) in order until the text is complete; raises the reply's error when
-        it fails."""
-        while True:
-            if self._error is not None:
-                raise self._error
-            if self._sentences:
-                yield self._sentences.popleft()
-            elif self._complete:
-                return
-            elif self._pending_until is not None and (grace := self._pending_until - time.monotonic()) > 0:
-                await self._wait(timeout=grace)
-            elif self._pending_until is not None:  # the text paused after a sentence's end: speak it now
-                self._pending_until = None
-                held = self._splitter.flush_pending()
-                if self._open is None:
-                    self._sentences.extend(held)
-                elif started := self._open.end_utterance():
-                    self._sentences.append(started)
-            else:
-                await self._wait()
-
-    async def wait_complete(self) -> None:
-        while not self._complete:
-            await self._wait()
-
-    async def _wait(self, timeout: float | None = None) -> None:
-        self._changed.clear()
-        # Not asyncio.wait_for: on Python 3.11 it swallows a cancellation that arrives just as the event is set (the
-        # speaker is cancelled right after a chunk came), and the reply then goes on for a client that has left.
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(timeout):
-                await self._changed.wait()
 
 
 class _AudioOut:
@@ -414,11 +241,11 @@ class ChorusHandler(AsyncEventHandler):
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, server: ChorusServer):
         super().__init__(reader, writer)
         self._server = server
-        self._stream: Reply | None = None  # the open stream, between synthesize-start and synthesize-stop
-        self._replies: asyncio.Queue[Reply] = asyncio.Queue()
+        self._stream: StreamedText | None = None  # the open stream, between synthesize-start and synthesize-stop
+        self._replies: asyncio.Queue[ReplyText] = asyncio.Queue()
         self._speaker: asyncio.Task | None = None
         self._closed = asyncio.Event()
-        self._speaking: tuple[Reply, _AudioOut] | None = None  # the reply being spoken and its audio so far
+        self._speaking: tuple[ReplyText, _AudioOut] | None = None  # the reply being spoken and its audio so far
         self._ending: ReplyError | None = None  # set when a shutdown ends every reply of this connection
         peer = writer.get_extra_info("peername")
         self.host = _host(writer)
@@ -495,7 +322,7 @@ class ChorusHandler(AsyncEventHandler):
         return self._unspoken() > (self._open_stream is not None)
 
     @property
-    def _open_stream(self) -> Reply | None:
+    def _open_stream(self) -> StreamedText | None:
         """The stream between synthesize-start and synthesize-stop, unless it timed out: the server has ended it
         then, and the client's later chunks are refused as if no stream were open (its synthesize-stop, which
         forgets it, is not answered: its synthesize-stopped went out with its end)."""
@@ -544,9 +371,11 @@ class ChorusHandler(AsyncEventHandler):
     def _on_synthesize(self, event: Event) -> None:
         if self._open_stream is not None:
             return  # Home Assistant's copy of the whole text for servers that cannot stream
-        reply = self._enqueue(streaming=False, event=event)
+        voice, refusal = self._admit(event)
+        reply = OneShotText(voice, self._server.max_text_length)
+        self._enqueue(reply, refusal)
         try:
-            text = _text(event.data)
+            text = event_text(event.data)
         except MalformedEvent as error:
             reply.fail(error)
         else:
@@ -559,7 +388,11 @@ class ChorusHandler(AsyncEventHandler):
         if self._open_stream is not None:
             await self._error(UnexpectedEvent("synthesize-start while a stream is open; it is ignored"))
             return
-        self._stream = self._enqueue(streaming=True, event=event)
+        voice, refusal = self._admit(event)
+        limits = self._server.limits
+        self._stream = StreamedText(voice, self._server.max_text_length, stream_input=limits.streaming_input,
+                                    limits=StreamLimits(limits.stream_pause_timeout, limits.stream_max_seconds))
+        self._enqueue(self._stream, refusal)
 
     async def _on_stream_chunk(self, event: Event) -> None:
         if (stream := self._open_stream) is None:
@@ -567,7 +400,7 @@ class ChorusHandler(AsyncEventHandler):
             await self._error(UnexpectedEvent(f"synthesize-chunk {why}"))
             return
         try:
-            stream.add(_text(event.data))
+            stream.add(event_text(event.data))
         except MalformedEvent as error:
             stream.fail(error)
 
@@ -579,26 +412,24 @@ class ChorusHandler(AsyncEventHandler):
         self._stream.finish()
         self._stream = None
 
-    def _enqueue(self, streaming: bool, event: Event) -> Reply:
-        limits = self._server.limits
-        limit = limits.max_queued_replies
+    def _admit(self, event: Event) -> tuple[SynthesizeVoice | None, ReplyError | None]:
+        """The voice a new reply asks for, or why it is refused (it is still queued, and ended in its turn)."""
+        limit = self._server.limits.max_queued_replies
         if self._unspoken() >= 2 * limit:  # it ignores its refusals: only the connection's end stops it
             raise TooManyRequests(f"{limit} replies are waiting and {limit} more were refused")
-        try:
-            voice = _voice(event.data)
-            error: ReplyError | None = None
-        except MalformedEvent as malformed:
-            voice, error = None, malformed
         if self._unspoken() >= limit:
-            voice, error = None, QueueFull(f"{limit} replies are waiting on this connection already")
-        reply = Reply(voice, streaming, self._server.max_text_length, stream_input=limits.streaming_input,
-                      limits=StreamLimits(limits.stream_pause_timeout, limits.stream_max_seconds))
-        if error is not None:
-            reply.fail(error)
+            return None, QueueFull(f"{limit} replies are waiting on this connection already")
+        try:
+            return event_voice(event.data), None
+        except MalformedEvent as malformed:
+            return None, malformed
+
+    def _enqueue(self, reply: ReplyText, refusal: ReplyError | None) -> None:
+        if refusal is not None:
+            reply.fail(refusal)
         self._replies.put_nowait(reply)
         if self._speaker is None:
             self._speaker = asyncio.create_task(self._speak_all(), name="chorus speaker")
-        return reply
 
     async def _error(self, error: ReplyError) -> None:
         _LOG.info("error reply: %s (%s)", error, error.code)
@@ -670,11 +501,11 @@ class ChorusHandler(AsyncEventHandler):
                                                  self._server.samples_per_chunk), error)
                 self._replies.task_done()
 
-    async def _end(self, reply: Reply, audio: _AudioOut, error: ReplyError) -> None:
+    async def _end(self, reply: ReplyText, audio: _AudioOut, error: ReplyError) -> None:
         await self._error(error)
         await audio.end(reply.streaming)
 
-    async def _speak(self, reply: Reply) -> None:
+    async def _speak(self, reply: ReplyText) -> None:
         engine = self._server.engine
         audio = _AudioOut(self, engine.sample_rate, self._server.samples_per_chunk)
         self._speaking = (reply, audio)
@@ -744,30 +575,3 @@ def _host(writer: asyncio.StreamWriter) -> str:
     """Who is connected, as max_connections_per_peer counts them: the IP address; every local socket is one."""
     peer = writer.get_extra_info("peername")
     return peer[0] if isinstance(peer, tuple) else "a local socket"
-
-
-def _fields(data: Any) -> dict[str, Any]:
-    """An event's data; the reader hands on data that is valid JSON but not an object, for the reply to refuse."""
-    if not isinstance(data, dict):
-        raise MalformedEvent(f"the event's data must be an object, got {json_kind(data)}")
-    return data
-
-
-def _text(data: Any) -> str:
-    text = _fields(data).get("text")
-    if not isinstance(text, str):
-        raise MalformedEvent("the event needs a 'text' string")
-    return text
-
-
-def _voice(data: Any) -> SynthesizeVoice | None:
-    """The requested voice; None (Home Assistant's default) lets the engine pick its default voice."""
-    raw = _fields(data).get("voice")
-    if raw is None:
-        return None
-    fields = ("name", "language", "speaker")
-    if not isinstance(raw, dict) or not all(isinstance(raw.get(f), (str, type(None))) for f in fields):
-        raise MalformedEvent("'voice' must be an object with string name, language and speaker")
-    if all(raw.get(f) is None for f in fields):
-        return None
-    return SynthesizeVoice(name=raw.get("name"), language=raw.get("language"), speaker=raw.get("speaker"))
