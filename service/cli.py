@@ -23,9 +23,10 @@ from service.errors import EngineError, SetupError
 from service.export.hub import HUB_MODELS
 from service.metrics import Metrics
 from service.metrics_http import MetricsServer
+from service.wyoming.connections import ChorusServer
 from service.wyoming.discovery import Advertisement, advertised_address, default_name
+from service.wyoming.info import program_version
 from service.wyoming.listeners import bind_listener
-from service.wyoming.server import ChorusServer, program_version
 
 _LOG = logging.getLogger("wyoming-chorus")
 PROG = "wyoming-chorus"

@@ -23,9 +23,10 @@ from wyoming.info import Describe
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
 
 from service.config import ServerSettings
-from service.wyoming import server as server_module
+from service.wyoming import connections as server_module
+from service.wyoming.connections import ChorusServer
 from service.wyoming.listeners import bind_listener
-from service.wyoming.server import ChorusServer, Reply
+from service.wyoming.reply import reply_text as Reply
 from service.wyoming.speech_engine import SpeechEngine
 
 from conftest import free_port

@@ -10,7 +10,7 @@ from service.config import EngineSettings
 from service.errors import InvalidText
 from service.speech.api import Request
 from service.speech.speech import Speech
-from service.wyoming.sentence_audio import sentence_audio
+from service.wyoming.playback import sentence_audio
 
 SENTENCES = ["The kitchen timer has finished.", "Dinner is ready.", "Please come to the table."]
 

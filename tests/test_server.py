@@ -17,8 +17,8 @@ from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, Synthesize
 
 from service.metrics import Metrics
 from service.metrics_http import MetricsServer
+from service.wyoming.connections import ChorusServer
 from service.wyoming.listeners import bind_listener
-from service.wyoming.server import ChorusServer
 
 from conftest import free_port
 

@@ -14,8 +14,8 @@ from wyoming.event import Event
 from wyoming.tts import SynthesizeChunk, SynthesizeStart, SynthesizeStop
 
 from service.errors import InvalidText
+from service.wyoming.reply import reply_text as Reply
 from service.wyoming.sentences import AMBIGUOUS_GRACE, GRACE
-from service.wyoming.server import Reply
 
 from test_server import HOST, TIMEOUT, audio
 

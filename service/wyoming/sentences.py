@@ -8,7 +8,7 @@ layers around it:
 - after: a sentence the detector cut after a known abbreviation ("e.g. Apples") is joined to the next one;
 - at a pause: text that ends with a sentence end is held only for a grace period (`hold`), then taken as a sentence
   (`flush_pending`) although nothing follows it.
-The splitter keeps no clock: `hold` says how long to wait, the caller (service.wyoming.server.Reply) does the waiting.
+The splitter keeps no clock: `hold` says how long to wait, the caller (reply.StreamedText) does the waiting.
 """
 from __future__ import annotations
 
