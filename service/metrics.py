@@ -27,8 +27,8 @@ class Metrics:
             "chorus_shared_requests_total", "Sentences served by attaching to an identical generation already "
             "running (no batch place, no KV blocks of their own)", registry=r)
         self.requests_awaiting_text = Gauge(
-            "chorus_requests_awaiting_text", "Requests of a streamed text waiting for its next words, out of the batch: "
-            "they keep their KV blocks while the pool has room, and take no batch place", registry=r)
+            "chorus_requests_awaiting_text", "Requests of a streamed text waiting for its next words, out of the "
+            "batch: they keep their KV blocks while the pool has room, and take no batch place", registry=r)
         self.requests_waiting = Gauge(
             "chorus_requests_waiting", "Sentences waiting to be admitted (preempted ones re-enter past "
             "engine.max_waiting, so this can exceed it)", registry=r)
