@@ -41,12 +41,12 @@ assist_satellite, conversation and ffmpeg in 2026.2.3: the test harness does not
 
 Run, starting a server of its own (builtin tiny model) on a free port, its log kept in a temporary file:
 
-    /tmp/ha/venv/bin/python scripts/check_home_assistant.py --chorus /work/venv/bin/wyoming-chorus
+    /tmp/ha/venv/bin/python tools/check_home_assistant.py --chorus /work/venv/bin/wyoming-chorus
 
 or against a server already running on this machine, whose log it reads:
 
     CI=true wyoming-chorus --uri tcp://127.0.0.1:10555 --no-zeroconf --metrics-port 0 > /tmp/chorus.log 2>&1 &
-    /tmp/ha/venv/bin/python scripts/check_home_assistant.py --server 127.0.0.1:10555 --server-log /tmp/chorus.log
+    /tmp/ha/venv/bin/python tools/check_home_assistant.py --server 127.0.0.1:10555 --server-log /tmp/chorus.log
 
 Options: --pause SECONDS (the tool call, 4), --ffmpeg PATH (default: ffmpeg on PATH, else imageio-ffmpeg's; without
 one the MP3/FLAC variants are skipped and the pipelines take WAV), --report FILE (the figures as JSON lines), -k EXPR

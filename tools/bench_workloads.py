@@ -1,4 +1,4 @@
-"""Workloads for scripts/bench.py: deterministic English texts, Wyoming clients over TCP, and the scenarios (a burst of
+"""Workloads for tools/bench.py: deterministic English texts, Wyoming clients over TCP, and the scenarios (a burst of
 N rooms, Poisson arrivals, one short announcement against rooms that read long texts).
 
 Every client talks to the server with the real `wyoming` library (AsyncTcpClient), one connection per request as Home

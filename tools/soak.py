@@ -13,9 +13,9 @@ time and after the load (must be back to 0), whether chorus_requests_total summe
 requests sent, and the longest stall of a running reply (the largest gap between two audio chunks of one reply).
 Exit status 1 when the counts disagree, blocks stay used, a request failed, or the server died.
 
-    python scripts/soak.py                 # 20 minutes
-    python scripts/soak.py --quick         # 5 minutes
-    python scripts/soak.py --minutes 2 --rooms 4 --json soak.json
+    python tools/soak.py                 # 20 minutes
+    python tools/soak.py --quick         # 5 minutes
+    python tools/soak.py --minutes 2 --rooms 4 --json soak.json
 
 Every loop is bounded by the deadline and a per-request timeout; everything stays on 127.0.0.1.
 """

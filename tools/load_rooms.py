@@ -7,7 +7,7 @@ time), the mean per-request RTF, and errors.
 Streaming mode sends the text as Home Assistant does (synthesize-start, small deltas split mid-word, the
 compatibility synthesize, synthesize-stop). Every loop is bounded by --requests and --timeout.
 
-    python scripts/load_rooms.py --uri tcp://127.0.0.1:10200 --rooms 1,2,4,8,16 --requests 2 [--stream] \
+    python tools/load_rooms.py --uri tcp://127.0.0.1:10200 --rooms 1,2,4,8,16 --requests 2 [--stream] \
         [--json out.json]
 """
 from __future__ import annotations

@@ -29,7 +29,7 @@ recorded as {"error": "..."} and the run goes on, and each peer starts with the 
 Nothing is installed at run time: the peers come from the `peers` extra. The machine is shared, so the figures
 are rough; the 1-minute load average at each peer's start is recorded.
 
-    python scripts/bench_peers.py [--quick] [--frames 50] [--concurrency 4 8] [--json PATH] [--cache DIR]
+    python tools/bench_peers.py [--quick] [--frames 50] [--concurrency 4 8] [--json PATH] [--cache DIR]
 """
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Engine benchmark: ms per step by batch size (talker alone, whole frame), aggregate frames/s, codec decode cost,
 and KV bytes per token by precision.
 
-    python scripts/bench_engine.py                 # 0.6b preset (random weights, real dimensions)
-    python scripts/bench_engine.py --quick         # tiny model, two batch sizes: a smoke run for CI
+    python tools/bench_engine.py                 # 0.6b preset (random weights, real dimensions)
+    python tools/bench_engine.py --quick         # tiny model, two batch sizes: a smoke run for CI
 
 Each batch size starts B requests whose prompts are `--context` rows long, prefills them, then times decode steps.
 "Talker alone" re-runs each request's last row with no frame emitted (same position, same KV: no state changes);

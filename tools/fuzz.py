@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fuzz the Wyoming server: random and mutated events over real sockets, with checks after every case.
 
-    python scripts/fuzz.py [--cases 10000] [--quick] [--seed 1] [--case N]
+    python tools/fuzz.py [--cases 10000] [--quick] [--seed 1] [--case N]
 
 It starts its own server in this process (tiny model, KV pool of 16 MiB, replies of a few frames so that they are
 quick) on loopback, and runs the cases one after another, each on a fresh connection:
@@ -547,7 +547,7 @@ def reproducer(case: Case, reason: str, seed: int) -> str:
     lines = [f"case {case.index} ({case.kind}, ending {case.ending}, cut_at {case.cut_at:.3f}, "
              f"{case.pieces} pieces): {reason}"]
     lines += [f"    send {show(frame)}" for frame in case.frames]
-    lines.append(f"    replay: python scripts/fuzz.py --seed {seed} --case {case.index}")
+    lines.append(f"    replay: python tools/fuzz.py --seed {seed} --case {case.index}")
     return "\n".join(lines)
 
 

@@ -2,15 +2,15 @@
 """End-to-end benchmark: the real wyoming-chorus server under many rooms, its baselines, and the engine beneath it, in
 one run on this machine. Writes report.md, report.json and PNG plots.
 
-    python scripts/bench.py --quick                     # builtin:tiny, a couple of rooms: proves the script (CI)
-    python scripts/bench.py                             # 0.6b preset: random weights at real dims, f16 (~30 min)
-    python scripts/bench.py --model DIR | --preset 0.6b [--weights int8] [--out bench-report/] [--peers peers.json]
+    python tools/bench.py --quick                     # builtin:tiny, a couple of rooms: proves the script (CI)
+    python tools/bench.py                             # 0.6b preset: random weights at real dims, f16 (~30 min)
+    python tools/bench.py --model DIR | --preset 0.6b [--weights int8] [--out bench-report/] [--peers peers.json]
 
 What is measured, and how:
 - The server is the real one: `wyoming-chorus` started as a subprocess on free loopback ports with a temporary
   config.yaml (engine.benchmark_frames_per_word 5: a random model's reply ends after 5 frames per word, i.e.
   12.5 frames/s at 2.5 words/s; a fixed seed). Clients are the `wyoming` library over TCP, one connection per request.
-- Workloads (scripts/bench_workloads.py): announcements (5-15 words, one-shot), assistant replies (30-60 words,
+- Workloads (tools/bench_workloads.py): announcements (5-15 words, one-shot), assistant replies (30-60 words,
   streamed in small deltas as Home Assistant sends an LLM's reply), read-outs (200+ words, one-shot). A mixed burst of
   N rooms (N = 1, 2, 4, 8, 16) arriving at once; mixed Poisson arrivals at a mean rate (by default 70% of the capacity
   the burst sweep measured); one short announcement while 7 rooms read long texts, against the same alone. Read-outs
@@ -22,7 +22,7 @@ What is measured, and how:
   preemptions, peak KV blocks used; peak RSS of the server process (VmHWM in /proc/PID/status).
 - Baselines, each its own server: engine.policy static (a batch is admitted only into an empty engine), and
   engine.max_batch 1 (one request at a time).
-- Engine level (in this process, after the servers are gone; scripts/bench_engine.py's helpers): step time by stage at
+- Engine level (in this process, after the servers are gone; tools/bench_engine.py's helpers): step time by stage at
   batch 1, 8 and 16 (talker alone; code predictor + sampling = native frame - talker; host = the scheduler's
   schedule()+update() plus the runner's Python wrapper, i.e. step wall time minus the native runner's time, timed
   around real runner steps), codec ms per audio second, KV bytes per token (u8, f16), step time at batch 8 with u8 vs
@@ -146,7 +146,7 @@ def model_dir(args) -> Path:
     base = cache / args.preset
     if not (base / "chorus.json").exists():
         log(f"building the {args.preset} preset into {base} (once; random weights at real dimensions)")
-        subprocess.run([sys.executable, str(REPO / "scripts" / "make_model.py"), "--preset", args.preset,
+        subprocess.run([sys.executable, str(REPO / "tools" / "make_model.py"), "--preset", args.preset,
                         "--out", str(base)], check=True)
     if args.weights == "f16":
         return base
@@ -671,7 +671,7 @@ def load_peers(path: str | None) -> list[dict]:
     if not path:
         return []
     raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    if isinstance(raw, dict) and isinstance(raw.get("peers"), list):  # scripts/bench_peers.py --json
+    if isinstance(raw, dict) and isinstance(raw.get("peers"), list):  # tools/bench_peers.py --json
         raw = raw["peers"]
     elif isinstance(raw, dict):
         raw = [raw] if "name" in raw else [{"name": k, **v} for k, v in raw.items() if isinstance(v, dict)]

@@ -8,8 +8,8 @@ second one, then synthesize-stop. Measured on the client, over real TCP with wyo
   played out is a stall (the playback clock then moves on by the stall). Total and longest stall per reply.
 Random-weight models end replies after engine.benchmark_frames_per_word (5 frames a word: natural speech length).
 
-    python scripts/bench_streaming_input.py [--model builtin:tiny | --preset 0.6b] [--runs 5] [--json out.json]
-    python scripts/bench_streaming_input.py --quick   # two runs each, tiny model (CI)
+    python tools/bench_streaming_input.py [--model builtin:tiny | --preset 0.6b] [--runs 5] [--json out.json]
+    python tools/bench_streaming_input.py --quick   # two runs each, tiny model (CI)
 """
 from __future__ import annotations
 
