@@ -25,8 +25,8 @@ os.environ.setdefault("CI", "true")  # OpenVINO's telemetry opt-out, before anyt
 import numpy as np  # noqa: E402
 import openvino as ov  # noqa: E402
 import openvino.opset13 as op  # noqa: E402
-from bench_engine import bench_batch, bench_codec, time_steps  # noqa: E402
 
+from chorus_tools.engine_bench import bench_batch, bench_codec, time_steps  # noqa: E402
 from service.engine.runner import PagedRunner, RunnerOptions  # noqa: E402
 from service.export.builtin import resolve_model  # noqa: E402
 from service.modeldir.manifest import ModelDir  # noqa: E402
