@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Soak test: a real server under mixed load for many minutes, watched for drift.
 
-Starts `python -m service` (the wyoming-chorus command) on loopback ports of its own, then several concurrent
-"rooms" talk to it over real sockets with wyoming's AsyncTcpClient until the time is up, each on a new connection
-per request, as Home Assistant does: one-shot `synthesize` requests, streamed ones (synthesize-start, text deltas,
-Home Assistant's synthesize copy, synthesize-stop), and requests whose client hangs up mid-reply. Meanwhile it
+Starts the wyoming-chorus command on loopback ports of its own, then several concurrent "rooms" talk to it over real
+sockets with wyoming's own client (chorus_tools.client) until the time is up, each on a new connection per request,
+as Home Assistant does: one-shot `synthesize` requests, streamed ones (synthesize-start, text deltas, Home
+Assistant's synthesize copy, synthesize-stop), and requests whose client hangs up mid-reply. Meanwhile it
 samples the server process's RSS (/proc/PID/statm) and scrapes /metrics (chorus_kv_blocks_used,
 chorus_requests_total).
 
@@ -23,31 +23,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
-import os
 import random
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import yaml
-from prometheus_client.parser import text_string_to_metric_families
-from wyoming.audio import AudioChunk, AudioStop
-from wyoming.client import AsyncTcpClient
-from wyoming.error import Error
-from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
+from chorus_tools.client import Reply, Stream, speak
+from chorus_tools.probes import rss_mb, scrape
+from chorus_tools.servers import ServerProcess
 
-from service.config import default_config_path
-
-HOST = "127.0.0.1"
-PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 # Replies are composed from these, so that their lengths vary as a house's do (every distinct length is a new input
 # shape somewhere in the pipeline: a soak with a handful of fixed texts would never see that).
 PLACES = ("kitchen", "living room", "basement", "garage", "bedroom", "office", "garden")
@@ -105,149 +93,46 @@ class Load:
     outcomes: list[Outcome] = field(default_factory=list)
 
 
-# ---- the server ---------------------------------------------------------------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        return probe.getsockname()[1]
-
-
-def loopback_config(chosen: Path | None, directory: Path) -> Path:
-    """The server's configuration (`chosen`, else the embedded one) with its metrics server on loopback: it listens
-    on every address by default. Written beside `chosen`, so that relative clip paths still resolve."""
-    source = chosen or default_config_path()
-    raw = yaml.safe_load(source.read_text(encoding="utf-8")) or {}
-    raw.setdefault("metrics", {})["address"] = HOST
-    fd, path = tempfile.mkstemp(prefix=".chorus-soak-", suffix=".yaml", dir=chosen.parent if chosen else directory)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        yaml.safe_dump(raw, out)
-    return Path(path)
-
-
-def start_server(args: argparse.Namespace, port: int, metrics_port: int, config: Path, log: Path) -> subprocess.Popen:
-    command = [sys.executable, "-m", "service", "--config", str(config), "--uri", f"tcp://{HOST}:{port}",
-               "--no-zeroconf", "--metrics-port", str(metrics_port)]
-    if args.model:
-        command += ["--model", args.model]
-    with open(log, "wb") as out:
-        return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
-                                env={**os.environ, "CI": os.environ.get("CI", "true")})
-
-
-def rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/statm") as statm:
-        return int(statm.read().split()[1]) * PAGE_BYTES / 2**20
-
-
-async def http_get(port: int, path: str, timeout: float = 5.0) -> tuple[int, str]:
-    async with asyncio.timeout(timeout):
-        reader, writer = await asyncio.open_connection(HOST, port)
-        try:
-            writer.write(f"GET {path} HTTP/1.1\r\nHost: {HOST}\r\nConnection: close\r\n\r\n".encode())
-            await writer.drain()
-            raw = await reader.read()
-        finally:
-            writer.close()
-    head, _, body = raw.decode("utf-8", "replace").partition("\r\n\r\n")
-    return int(head.split()[1]), body
-
-
-async def scrape(port: int) -> dict[str, float]:
-    """chorus_kv_blocks_used and the sum of chorus_requests_total over its statuses."""
-    status, body = await http_get(port, "/metrics")
-    if status != 200:
-        raise RuntimeError(f"/metrics answered {status}")
-    values = {"kv_blocks_used": 0.0, "requests_counted": 0.0}
-    for family in text_string_to_metric_families(body):
-        for sample in family.samples:
-            if sample.name == "chorus_kv_blocks_used":
-                values["kv_blocks_used"] = sample.value
-            elif sample.name == "chorus_requests_total":
-                values["requests_counted"] += sample.value
-                values[f"status_{sample.labels['status']}"] = sample.value
-    return values
-
-
-async def wait_ready(server: subprocess.Popen, metrics_port: int, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"the server exited with {server.returncode} while starting")
-        with contextlib.suppress(OSError, TimeoutError, IndexError, ValueError):
-            if (await http_get(metrics_port, "/health", timeout=2.0))[0] == 200:
-                return
-        await asyncio.sleep(0.5)
-    raise TimeoutError(f"the server was not ready within {timeout:g} s")
-
-
-def stop_server(server: subprocess.Popen) -> int:
-    if server.poll() is None:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(10)
-    return server.returncode
-
-
 # ---- the rooms ----------------------------------------------------------------------------------------------------
 
-async def request(port: int, kind: str, text: str, rng: random.Random, load: Load) -> Outcome:
+async def request(uri: str, kind: str, text: str, rng: random.Random, load: Load) -> Outcome:
     """One reply on its own connection. `hangup` closes the connection after a few audio chunks."""
-    started = time.monotonic()
-    outcome = Outcome(kind, started - load.began, False, 0, 0.0)
     hang_up_after = rng.randint(1, 6) if kind == "hangup" else None
     streaming = kind == "stream" or (kind == "hangup" and rng.random() < 0.5)
-    done_type = SynthesizeStopped().event().type if streaming else AudioStop().event().type
-    last_chunk = None
+    reply = Reply()
     try:
-        async with asyncio.timeout(REQUEST_TIMEOUT), AsyncTcpClient(HOST, port) as client:
-            if streaming:
-                await client.write_event(SynthesizeStart().event())
-                for i in range(0, len(text), 9):  # deltas split mid-word, as a language model streams them
-                    await client.write_event(SynthesizeChunk(text[i:i + 9]).event())
-                await client.write_event(Synthesize(text).event())  # Home Assistant's copy: ignored in a stream
-                await client.write_event(SynthesizeStop().event())
-            else:
-                await client.write_event(Synthesize(text).event())
-            load.sent += 1
-            while (event := await client.read_event()) is not None:
-                if AudioChunk.is_type(event.type):
-                    now = time.monotonic()
-                    if last_chunk is not None:
-                        outcome.longest_gap_s = max(outcome.longest_gap_s, now - last_chunk)
-                    last_chunk = now
-                    outcome.chunks += 1
-                    if hang_up_after is not None and outcome.chunks >= hang_up_after:
-                        outcome.ok = True  # leaving mid-reply is this request's purpose
-                        return outcome
-                elif Error.is_type(event.type):
-                    outcome.error = Error.from_event(event).code or "error"
-                elif event.type == done_type:
-                    outcome.ok = outcome.error is None and outcome.chunks > 0
-                    return outcome
-            outcome.error = outcome.error or "the server closed the connection"
-    except (OSError, TimeoutError) as failure:
-        outcome.error = f"{type(failure).__name__}: {failure}"
+        await speak(uri, text, Stream.even(text, 9, 0.0) if streaming else None, reply=reply, timeout=REQUEST_TIMEOUT,
+                    hang_up_after=hang_up_after)
     finally:
+        load.sent += reply.started is not None
+        # leaving mid-reply is a hang-up's purpose
+        ok = reply.hung_up or (reply.complete and reply.error is None and bool(reply.chunks))
+        outcome = Outcome(kind, (reply.started or time.monotonic()) - load.began, ok, len(reply.chunks),
+                          reply.longest_gap_s, None if ok else reply.error)
         load.outcomes.append(outcome)
     return outcome
 
 
-async def room(port: int, seed: int, deadline: float, load: Load) -> None:
+async def room(uri: str, seed: int, deadline: float, load: Load) -> None:
     rng = random.Random(seed)
     while time.monotonic() < deadline:
         kind = rng.choices(KINDS, WEIGHTS)[0]
-        await request(port, kind, compose(rng), rng, load)
+        await request(uri, kind, compose(rng), rng, load)
         await asyncio.sleep(rng.uniform(0.0, 0.3))  # a room pauses between requests now and then
+
+
+def counts(values: dict[str, float]) -> dict[str, float]:
+    """chorus_kv_blocks_used, and chorus_requests_total summed over its statuses and by status."""
+    statuses = {key.split("=", 1)[1].rstrip("}"): value for key, value in values.items()
+                if key.startswith("chorus_requests_total{")}
+    return {"kv_blocks_used": values.get("chorus_kv_blocks_used", 0.0), "requests_counted": sum(statuses.values()),
+            **{f"status_{status}": value for status, value in statuses.items()}}
 
 
 async def watch(pid: int, metrics_port: int, deadline: float, every: float, load: Load,
                 samples: list[Sample]) -> None:
     while True:
-        values = await scrape(metrics_port)
+        values = counts(await scrape(metrics_port))
         samples.append(Sample(round(time.monotonic() - load.began, 1), round(rss_mb(pid), 2),
                               values["kv_blocks_used"], load.sent, values["requests_counted"]))
         if time.monotonic() >= deadline:
@@ -259,7 +144,7 @@ async def settle(metrics_port: int, sent: int, timeout: float = 15.0) -> dict[st
     """The metrics once every hang-up has been noticed and every block freed (or after `timeout`)."""
     deadline = time.monotonic() + timeout
     while True:
-        values = await scrape(metrics_port)
+        values = counts(await scrape(metrics_port))
         if (values["requests_counted"] == sent and values["kv_blocks_used"] == 0) or time.monotonic() > deadline:
             return values
         await asyncio.sleep(0.5)
@@ -333,27 +218,26 @@ def report(args, samples: list[Sample], load: Load, final: dict[str, float], exi
 
 
 async def soak(args: argparse.Namespace) -> int:
-    port, metrics_port = free_port(), free_port()
-    scratch = Path(tempfile.mkdtemp(prefix="chorus-soak-"))
-    log = scratch / "server.log"
-    config = loopback_config(args.config, scratch)
-    server = start_server(args, port, metrics_port, config, log)
+    log = Path(tempfile.mkdtemp(prefix="chorus-soak-")) / "server.log"
+    server = ServerProcess(log, config=args.config, args=("--model", args.model) if args.model else (),
+                           start_timeout=args.start_timeout)
     samples: list[Sample] = []
     try:
-        await wait_ready(server, metrics_port, args.start_timeout)
+        await asyncio.to_thread(server.start)
+        await asyncio.to_thread(server.wait_ready)
         load = Load()
         deadline = load.began + args.minutes * 60
-        watcher = asyncio.create_task(watch(server.pid, metrics_port, deadline, args.sample_seconds, load, samples))
-        await asyncio.gather(*(room(port, args.seed + n, deadline, load) for n in range(args.rooms)))
+        watcher = asyncio.create_task(watch(server.pid, server.metrics_port, deadline, args.sample_seconds, load,
+                                            samples))
+        await asyncio.gather(*(room(server.uri, args.seed + n, deadline, load) for n in range(args.rooms)))
         await watcher
-        final = await settle(metrics_port, load.sent)
+        final = await settle(server.metrics_port, load.sent)
     except (OSError, RuntimeError, TimeoutError) as failure:  # the server did not start, died, or stopped answering
         print(f"soak failed: {type(failure).__name__}: {failure}; server log: {log}", file=sys.stderr)
         return 1
     finally:
-        exit_code = server.poll()
-        stopped = stop_server(server)
-        config.unlink(missing_ok=True)
+        exit_code = server.process.poll() if server.process else None
+        stopped = await asyncio.to_thread(server.stop)
     text, passed = report(args, samples, load, final, exit_code)
     print(text)
     print(f"\nserver log: {log} (exit {stopped} after SIGTERM)")
