@@ -28,8 +28,7 @@ from service.wyoming.listeners import bind_listener
 from service.wyoming.server import ChorusServer, Reply
 from service.wyoming.speech_engine import SpeechEngine
 
-from conftest import free_port
-from test_server import HOST, SENTENCE, TIMEOUT, audio
+from helpers import HOST, SENTENCE, TIMEOUT, audio, free_port
 
 pytestmark = pytest.mark.asyncio
 

@@ -17,7 +17,7 @@ from service.errors import InvalidText
 from service.wyoming.sentences import AMBIGUOUS_GRACE, GRACE
 from service.wyoming.server import Reply
 
-from test_server import HOST, TIMEOUT, audio
+from helpers import HOST, TIMEOUT, audio
 
 pytestmark = pytest.mark.asyncio
 
