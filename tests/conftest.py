@@ -1,78 +1,22 @@
-"""Shared fixtures: one real server (tiny model) for the whole session, on its own event loop in a thread."""
+"""Shared fixtures: one real server (tiny model) for the whole session, on its own event loop in a thread (helpers.py
+holds the helpers; nothing imports this file)."""
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
-import socket
 import subprocess
-import threading
 import uuid
 
 import pytest
 
-from service.cli import Service
-from service.config import EngineSettings, MetricsSettings, ServerSettings, Settings, ZeroconfSettings
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class ServiceThread:
-    """A Service as a separate process would run it (its own event loop), without a process's start-up cost.
-
-    Clients in the tests' own event loops reach it only over TCP, so a server that blocks its loop fails them.
-    """
-
-    def __init__(self, settings: Settings):
-        self.service = Service(settings)
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._thread = threading.Thread(target=asyncio.run, args=(self._main(),), name="chorus-test-service")
-
-    async def _main(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        try:
-            await self.service.start()
-        except BaseException as error:
-            self._error = error
-            raise
-        finally:
-            self._ready.set()
-        try:
-            await self._stop.wait()
-        finally:
-            await self.service.stop()
-
-    def start(self, timeout: float = 300.0) -> None:
-        self._thread.start()
-        if not self._ready.wait(timeout):
-            raise TimeoutError("the service did not start")
-        if self._error is not None:
-            raise self._error
-
-    def stop(self) -> None:
-        if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(60)
-
-    @property
-    def port(self) -> int:
-        return int(self.service.settings.server.uri.rsplit(":", 1)[1])
-
-    @property
-    def metrics_url(self) -> str:
-        return f"http://127.0.0.1:{self.service.metrics_server.port}"
+from helpers import ServiceThread, free_port
 
 
 @pytest.fixture(scope="session")
 def chorus() -> ServiceThread:
+    # Imported here: tests/ha's venv (Home Assistant, without the served package) reads this file too.
+    from service.config import EngineSettings, MetricsSettings, ServerSettings, Settings, ZeroconfSettings
+
     settings = Settings(
         server=ServerSettings(uri=f"tcp://127.0.0.1:{free_port()}", shutdown_timeout=5.0),
         zeroconf=ZeroconfSettings(enabled=False),

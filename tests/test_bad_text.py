@@ -19,7 +19,7 @@ from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, Synthesize
 from service.export.builtin import resolve_model
 from service.frontend.clean_text import clean_text
 
-from test_server import HOST, SENTENCE, TIMEOUT, audio, read_until
+from helpers import HOST, SENTENCE, TIMEOUT, audio, read_until
 
 HUGE = "9" * 307  # one digit more than English num2words can say (OverflowError)
 

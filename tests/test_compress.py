@@ -17,7 +17,7 @@ from service.modeldir.manifest import ModelDir
 pytest.importorskip("nncf", reason="weight compression needs the optional extra: pip install '.[compress]'")
 
 # INT8 per-channel weights (and the plugin's on-the-fly INT8 activations) against f32: the tiny model's logits move by
-# under 1% of their largest magnitude; the bound leaves room. (At 0.6B dims: ~3.5%, scripts/compress_fidelity.py.)
+# under 1% of their largest magnitude; the bound leaves room. (At 0.6B dims: ~3.5%, tools/compress_fidelity.py.)
 TOLERANCE = 0.02
 EXACT = RunnerOptions(device="CPU", kv_precision="f32", inference_precision="f32", num_blocks=4)
 

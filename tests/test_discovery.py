@@ -21,7 +21,7 @@ from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZerocon
 
 from service.wyoming.discovery import SERVICE_TYPE, Advertisement, advertised_address, primary_address
 
-from conftest import free_port
+from helpers import free_port
 
 _ADVERTISED = "from service.wyoming.discovery import advertised_address; print(advertised_address({!r}, None))"
 

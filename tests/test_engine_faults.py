@@ -141,7 +141,7 @@ def test_a_dead_engine_fails_health_and_the_server_exits_non_zero(monkeypatch):
     import service.cli as cli
     from service.config import MetricsSettings, ServerSettings, Settings, ZeroconfSettings
 
-    from conftest import free_port
+    from helpers import free_port
 
     seen: dict[str, int] = {}
 

@@ -1,11 +1,11 @@
-"""scripts/fuzz.py --quick: a few hundred random and mutated cases against a server of its own (issue 8)."""
+"""tools/fuzz.py --quick: a few hundred random and mutated cases against a server of its own (issue 8)."""
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "fuzz.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "tools" / "fuzz.py"
 
 
 def test_the_quick_fuzz_finds_nothing():

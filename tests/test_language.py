@@ -1,5 +1,5 @@
 """The language of requests that name none (Home Assistant's never do), told from the text: for the number rules and
-for the model's language id. Accuracy and cost over a larger set: scripts/bench_language.py."""
+for the model's language id. Accuracy and cost over a larger set: tools/bench_language.py."""
 from __future__ import annotations
 
 import asyncio

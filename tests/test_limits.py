@@ -29,8 +29,7 @@ from service.wyoming.listeners import bind_listener
 from service.wyoming.reply import reply_text as Reply
 from service.wyoming.speech_engine import SpeechEngine
 
-from conftest import free_port
-from test_server import HOST, SENTENCE, TIMEOUT, audio
+from helpers import HOST, SENTENCE, TIMEOUT, audio, free_port
 
 pytestmark = pytest.mark.asyncio
 
@@ -256,7 +255,7 @@ async def test_synthesize_with_data_that_is_not_an_object_gets_an_error_and_ends
 
 async def test_a_reply_waiting_for_text_is_cancelled_even_as_text_arrives():
     """The speaker of a client that leaves is cancelled, often just as the client's last chunk is taken: the reply
-    must stop there (scripts/fuzz.py found replies going on for seconds, and tasks destroyed while pending)."""
+    must stop there (tools/fuzz.py found replies going on for seconds, and tasks destroyed while pending)."""
     reply = Reply(None, streaming=True, max_text_length=4000)
 
     async def take() -> list[str]:

@@ -8,7 +8,7 @@ import pytest
 from wyoming.client import AsyncTcpClient
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
 
-from test_server import HOST, read_until, send
+from helpers import HOST, read_until, send
 
 pytestmark = pytest.mark.asyncio
 

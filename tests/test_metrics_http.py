@@ -18,7 +18,7 @@ from service.metrics import Metrics
 from service.metrics_http import MAX_CONNECTIONS, RENDER_SHARE, REQUEST_DEADLINE, MetricsServer
 from service.wyoming.listeners import bind_listener
 
-from conftest import free_port
+from helpers import free_port
 
 KIB = 1024
 

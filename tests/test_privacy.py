@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import free_port
+from helpers import free_port
 
 # Records every name lookup and connection of the server process and of every child it forks (an audit hook is
 # inherited across fork) whose address is not on this machine, then runs the real command line.

@@ -727,7 +727,7 @@ class RandomOperations(RuleBasedStateMachine):
 
 
 # The same cases at every run (CI must never turn red by chance): hypothesis keeps no database here, so a failure it
-# finds would be forgotten. scripts/explore_scheduler.py explores other seeds for a time budget, printing each.
+# finds would be forgotten. tools/explore_scheduler.py explores other seeds for a time budget, printing each.
 PROPERTY_SEED = 15
 RandomOperations.TestCase.settings = settings(max_examples=100, stateful_step_count=60, deadline=None,
                                               database=None)

@@ -8,7 +8,6 @@ import urllib.request
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from wyoming.audio import AudioChunk, AudioStart
 from wyoming.client import AsyncTcpClient, AsyncUnixClient
 from wyoming.error import Error
 from wyoming.event import Event, async_read_event
@@ -20,45 +19,9 @@ from service.metrics_http import MetricsServer
 from service.wyoming.connections import ChorusServer
 from service.wyoming.listeners import bind_listener
 
-from conftest import free_port
+from helpers import HOST, SENTENCE, TIMEOUT, audio, free_port, read_until, send
 
 pytestmark = pytest.mark.asyncio
-
-HOST = "127.0.0.1"
-TIMEOUT = 60.0
-SENTENCE = "Hi there."  # the tiny model speaks up to its frame cap, set by the text length: keep texts short
-
-
-async def read_until(client: AsyncTcpClient, last_type: str) -> list[Event]:
-    """Events up to and including the first `last_type` (or until the server closes the connection)."""
-    events: list[Event] = []
-
-    async def read() -> None:
-        while (event := await client.read_event()) is not None:
-            events.append(event)
-            if event.type == last_type:
-                return
-
-    await asyncio.wait_for(read(), TIMEOUT)
-    return events
-
-
-async def send(port: int, *events: Event, last_type: str = "audio-stop") -> list[Event]:
-    async with AsyncTcpClient(HOST, port) as client:
-        for event in events:
-            await client.write_event(event)
-        return await read_until(client, last_type)
-
-
-def audio(events: list[Event]) -> bytes:
-    """The PCM of one well-formed reply: audio-start, audio-chunk..., audio-stop."""
-    types = [e.type for e in events]
-    assert types[0] == "audio-start" and types[-1] == "audio-stop", types
-    assert set(types[1:-1]) <= {"audio-chunk"}, types
-    start = AudioStart.from_event(events[0])
-    assert (start.rate, start.width, start.channels) == (24000, 2, 1)
-    return b"".join(AudioChunk.from_event(e).audio for e in events[1:-1])
-
 
 def scrape(url: str) -> dict[str, float]:
     """Samples by name, labels appended as name{k=v,...}."""

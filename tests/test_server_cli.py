@@ -10,7 +10,7 @@ import pytest
 
 from service.cli import main
 
-from conftest import free_port
+from helpers import free_port
 
 
 def test_synth_writes_a_wav_and_the_codes(tmp_path):

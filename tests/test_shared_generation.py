@@ -9,7 +9,7 @@ import pytest
 from wyoming.client import AsyncTcpClient
 from wyoming.tts import Synthesize
 
-from test_server import HOST, TIMEOUT, audio, read_until
+from helpers import HOST, TIMEOUT, audio, read_until
 
 pytestmark = pytest.mark.asyncio
 

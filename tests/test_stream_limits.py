@@ -17,8 +17,8 @@ from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, Synthesize
 from service.config import EngineSettings
 from service.speech.speech import Speech
 
+from helpers import SENTENCE, TIMEOUT, audio
 from test_limits import PROMPT, connect, limited_server, read_replies, until
-from test_server import SENTENCE, TIMEOUT, audio
 
 pytestmark = pytest.mark.asyncio
 

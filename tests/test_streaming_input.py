@@ -9,8 +9,7 @@ import pytest
 from wyoming.client import AsyncTcpClient
 from wyoming.tts import SynthesizeChunk, SynthesizeStart, SynthesizeStop
 
-from conftest import ServiceThread, free_port
-from test_server import HOST, TIMEOUT, audio, read_until
+from helpers import HOST, TIMEOUT, ServiceThread, audio, free_port, read_until
 
 pytestmark = pytest.mark.asyncio
 

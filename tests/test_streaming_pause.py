@@ -17,7 +17,7 @@ from service.errors import InvalidText
 from service.wyoming.reply import reply_text as Reply
 from service.wyoming.sentences import AMBIGUOUS_GRACE, GRACE
 
-from test_server import HOST, TIMEOUT, audio
+from helpers import HOST, TIMEOUT, audio
 
 pytestmark = pytest.mark.asyncio
 

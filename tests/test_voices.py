@@ -34,7 +34,7 @@ from service.graphs.speaker_encoder import build_speaker_encoder, speaker_encode
 from service.modeldir.manifest import ModelDir
 from service.speech.speech import Speech
 
-from conftest import ServiceThread, free_port
+from helpers import ServiceThread, free_port
 
 TINY = resolve_model("builtin:tiny")
 MANIFEST = json.loads((TINY / "chorus.json").read_text())  # custom_voice: ryan, serena, eric (Sichuan dialect)

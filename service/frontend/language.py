@@ -5,7 +5,7 @@ there, German text got English number words ("twenty-one,five degrees Celsius im
 language id. The language told from the text serves both.
 
 py3langid (langid.py's naive Bayes over byte n-grams, its model inside the wheel) was chosen by
-scripts/bench_language.py: on short home-automation sentences it got as many right as lingua-language-detector with
+tools/bench_language.py: on short home-automation sentences it got as many right as lingua-language-detector with
 fewer wrong (1 in 228 against 5), its probabilities keep a one-word reply ("OK", "Timer") apart from a sentence, and
 a call costs about 50 µs, half of lingua's or less. Loading takes 0.5-1 s (decompressing the model) and 75 MB, once
 per process (lingua: 1.5 s and 190 MB). The detector picks among Qwen3-TTS' languages and a few it lacks (Dutch,

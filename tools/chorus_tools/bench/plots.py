@@ -1,4 +1,4 @@
-"""Plots for scripts/bench.py (matplotlib, imported here only: it is no runtime dependency of the server).
+"""Plots for tools/bench.py (matplotlib, imported here only: it is no runtime dependency of the server).
 
 Each function takes the report's figures (plain dicts and lists, as in report.json) and writes one PNG.
 """

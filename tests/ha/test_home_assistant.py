@@ -1,6 +1,7 @@
 """Check, end to end, what Home Assistant's own `wyoming`, `tts` and `assist_pipeline` code does with this server.
 
-Not part of the test suite (CI runs on Python 3.11 without Home Assistant). It runs Home Assistant 2026.2's real
+Opt-in: skipped unless CHORUS_HA_CHORUS or CHORUS_SERVER is set and Home Assistant is importable (CI runs on Python
+3.11 without it). It runs Home Assistant 2026.2's real
 integrations in the `hass` fixture of pytest-homeassistant-custom-component, adds the Wyoming integration through
 its own config flow (host 127.0.0.1, the port of a small tap that forwards every byte to the server unchanged and
 notes each Wyoming event with its time), and checks two first-day cases:
@@ -39,179 +40,43 @@ Setup (once, outside the repository; Python 3.13 from pyenv; HA 2026.2 wants >= 
 (wyoming, mutagen, pymicro-vad, ... are the `requirements` of the manifests of wyoming, tts, assist_pipeline,
 assist_satellite, conversation and ffmpeg in 2026.2.3: the test harness does not install requirements itself.)
 
-Run, starting a server of its own (builtin tiny model) on a free port, its log kept in a temporary file:
+Run from the repository root, starting a server of its own (the given wyoming-chorus executable, builtin tiny model)
+on free loopback ports, its log kept in a temporary file:
 
-    /tmp/ha/venv/bin/python scripts/check_home_assistant.py --chorus /work/venv/bin/wyoming-chorus
+    CHORUS_HA_CHORUS=/work/venv/bin/wyoming-chorus /tmp/ha/venv/bin/python -m pytest tests/ha -p no:cacheprovider
 
 or against a server already running on this machine, whose log it reads:
 
     CI=true wyoming-chorus --uri tcp://127.0.0.1:10555 --no-zeroconf --metrics-port 0 > /tmp/chorus.log 2>&1 &
-    /tmp/ha/venv/bin/python scripts/check_home_assistant.py --server 127.0.0.1:10555 --server-log /tmp/chorus.log
+    CHORUS_SERVER=127.0.0.1:10555 CHORUS_LOG=/tmp/chorus.log \
+        /tmp/ha/venv/bin/python -m pytest tests/ha -p no:cacheprovider
 
-Options: --pause SECONDS (the tool call, 4), --ffmpeg PATH (default: ffmpeg on PATH, else imageio-ffmpeg's; without
-one the MP3/FLAC variants are skipped and the pipelines take WAV), --report FILE (the figures as JSON lines), -k EXPR
-and -x (handed to pytest). It prints one block of figures per check and exits with pytest's code (0: passed,
-the ffmpeg variants xfailed). Times are seconds after the first text reached Home Assistant. HA connects to the
-tap on 127.0.0.1 (the test harness's pytest-socket allows no other address but the server's); the server's log
-must be readable here. Running the file with pytest directly also works; then the settings come from the
-environment: CHORUS_SERVER=HOST:PORT, CHORUS_LOG=FILE, CHORUS_PAUSE, CHORUS_FFMPEG, CHORUS_REPORT.
+More settings, from the environment: CHORUS_PAUSE (the tool call's seconds, 4), CHORUS_FFMPEG (default: ffmpeg on
+PATH, else imageio-ffmpeg's; without one the MP3/FLAC variants are skipped and the pipelines take WAV), CHORUS_REPORT
+(the figures as JSON lines); pytest's own -k and -x select and stop. At the end it prints one block of figures per
+check (times are seconds after the first text reached Home Assistant), the server's reply log lines and, with
+CHORUS_HA_CHORUS, what the server's normaliser makes of the German text; passed means the ffmpeg variants xfailed.
+HA connects to the tap on 127.0.0.1 (the test harness's pytest-socket allows no other address but the server's); the
+server's log must be readable here. The tap and the server's start are in tests/ha/conftest.py and ha_tap.py.
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
 import os
 import re
-import shutil
 import socket
-import subprocess
-import sys
-import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-TEXT_BEFORE_TOOL = "Let me check the weather for you."
-TEXT_AFTER_TOOL = "It is sunny and 21 degrees."
-GERMAN = "Es sind 21,5 °C im Wohnzimmer, um 7:30 Uhr."
-GERMAN_BEFORE_TOOL = "Ich schaue nach dem Wetter."  # a German LLM's text before its tool call; GERMAN after it
-# A Voice PE asks for its announcement format (ESPHome's media player formats); a browser gets HA's default, MP3.
-VOICE_PE_FORMAT = {"preferred_format": "flac", "preferred_sample_rate": 48000, "preferred_sample_channels": 1,
-                   "preferred_sample_bytes": 2}
-WAV_AS_IS = {"preferred_format": "wav"}  # the wyoming entity's own bytes: no ffmpeg
-LLM_DELTA_SECONDS = 0.03  # between an LLM's token deltas
+import pytest
 
+if not (os.environ.get("CHORUS_HA_CHORUS") or os.environ.get("CHORUS_SERVER")):
+    pytest.skip("opt-in: set CHORUS_HA_CHORUS or CHORUS_SERVER (see this module's docstring)", allow_module_level=True)
+pytest.importorskip("homeassistant", reason="Home Assistant 2026.2 (Python 3.13): see this module's docstring")
 
-# ----------------------------------------------------------------------------------------------------------------
-# Command line: start (or find) the server, run the checks below through pytest, print the figures.
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _find_ffmpeg(given: str | None) -> str | None:
-    if given:
-        return given
-    if found := shutil.which("ffmpeg"):
-        return found
-    try:
-        import imageio_ffmpeg  # noqa: PLC0415
-        return imageio_ffmpeg.get_ffmpeg_exe()
-    except Exception:  # noqa: BLE001
-        return None
-
-
-def _start_server(chorus: str, port: int, log_path: Path) -> subprocess.Popen:
-    log = open(log_path, "wb")  # noqa: SIM115 (kept open for the server's lifetime)
-    env = dict(os.environ, CI="true")
-    proc = subprocess.Popen([chorus, "--uri", f"tcp://127.0.0.1:{port}", "--no-zeroconf", "--metrics-port", "0"],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
-    deadline = time.monotonic() + 600  # the first start builds the tiny model
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            sys.exit(f"the server exited with {proc.returncode}:\n{log_path.read_text(errors='replace')}")
-        if "serving Wyoming TTS" in log_path.read_text(errors="replace"):
-            return proc
-        time.sleep(0.5)
-    proc.terminate()
-    sys.exit(f"the server did not start within 600 s; its log: {log_path}")
-
-
-def _server_normalisation(chorus: str) -> str | None:
-    """What the server's text normaliser makes of GERMAN with language "de" (its log shows only the language)."""
-    python = Path(chorus).with_name("python")
-    code = "import sys; from service.frontend.normalize import normalize; print(normalize(sys.argv[1], 'de'))"
-    try:
-        done = subprocess.run([str(python), "-c", code, GERMAN], capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
-
-
-def _print_report(path: Path) -> None:
-    if not path.exists():
-        return
-    print("\n==== figures (seconds after the first text reached Home Assistant) ====")
-    for line in path.read_text().splitlines():
-        r = json.loads(line)
-        print(f"\n-- {r['check']}")
-        for key, value in r.items():
-            if key != "check":
-                print(f"   {key}: {value}")
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--chorus", help="wyoming-chorus executable: start a server on a free port")
-    where.add_argument("--server", help="HOST:PORT of a running server (with --server-log)")
-    parser.add_argument("--server-log", help="the running server's log file")
-    parser.add_argument("--pause", type=float, default=4.0, help="the tool call's seconds")
-    parser.add_argument("--ffmpeg", help="ffmpeg binary for HA's conversions")
-    parser.add_argument("--report", help="write the figures here (JSON lines)")
-    parser.add_argument("-k", dest="select", help="pytest -k expression")
-    parser.add_argument("-x", action="store_true", help="stop at the first failure")
-    args = parser.parse_args()
-
-    workdir = Path(tempfile.mkdtemp(prefix="check-ha-"))
-    report = Path(args.report) if args.report else workdir / "report.jsonl"
-    report.unlink(missing_ok=True)
-    proc = None
-    if args.chorus:
-        port = _free_port()
-        log_path = workdir / "server.log"
-        print(f"starting {args.chorus} on 127.0.0.1:{port}, log {log_path}")
-        proc = _start_server(args.chorus, port, log_path)
-        server = f"127.0.0.1:{port}"
-    else:
-        if not args.server_log:
-            parser.error("--server needs --server-log (the language check reads the server's log)")
-        server, log_path = args.server, Path(args.server_log)
-    os.environ.update(CHORUS_SERVER=server, CHORUS_LOG=str(log_path), CHORUS_PAUSE=str(args.pause),
-                      CHORUS_REPORT=str(report), CHORUS_FFMPEG=_find_ffmpeg(args.ffmpeg) or "")
-    import pytest  # noqa: PLC0415
-
-    pytest_args = [__file__, "-q", "-p", "no:cacheprovider", "-p", "no:sugar", "-o", "asyncio_mode=auto",
-                   "-o", "asyncio_default_fixture_loop_scope=function", "--rootdir", str(Path(__file__).parent),
-                   "-W", "ignore::DeprecationWarning", "-rfEsxX"]
-    if args.select:
-        pytest_args += ["-k", args.select]
-    if args.x:
-        pytest_args.append("-x")
-    try:
-        code = pytest.main(pytest_args)
-    finally:
-        if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-    _print_report(report)
-    if args.chorus and (spoken := _server_normalisation(args.chorus)):
-        print(f"\nthe server's normaliser (run apart, in the server's venv) makes of {GERMAN!r} with language de:"
-              f"\n   {spoken!r}")
-    print(f"\nserver log: {log_path}")
-    if log_path.exists():
-        print("".join(f"   {line}\n" for line in log_path.read_text(errors="replace").splitlines()
-                      if "reply to" in line))
-    return int(code)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# The checks (collected by pytest in the Home Assistant venv).
-
-import pytest  # noqa: E402
 import pytest_socket  # noqa: E402
 import voluptuous as vol  # noqa: E402
 from homeassistant.components import assist_pipeline, conversation, tts  # noqa: E402
@@ -232,110 +97,17 @@ from pytest_homeassistant_custom_component.common import (  # noqa: E402
     mock_platform,
 )
 
+from ha_tap import TapConnection, WireEvent, WyomingTap, now  # noqa: E402
 
-def _setting(name: str, default: str | None = None) -> str:
-    value = os.environ.get(name) or default
-    if value is None:
-        pytest.exit(f"{name} is not set: run `python {__file__} --help`", returncode=4)
-    return value
-
-
-def now() -> float:
-    return time.monotonic()
-
-
-# ---- the tap: forwards bytes unchanged, notes every Wyoming event with its time
-
-
-@dataclass
-class WireEvent:
-    t: float
-    direction: str  # "ha>server" or "server>ha"
-    type: str
-    data: dict
-    payload: int
-
-
-@dataclass
-class TapConnection:
-    server_side_port: int  # the port the server sees (its log says "reply to 127.0.0.1:PORT")
-    opened: float
-    events: list[WireEvent] = field(default_factory=list)
-
-    def sent(self, kind: str) -> list[WireEvent]:
-        return [e for e in self.events if e.direction == "ha>server" and e.type == kind]
-
-    def received(self, kind: str) -> list[WireEvent]:
-        return [e for e in self.events if e.direction == "server>ha" and e.type == kind]
-
-    @property
-    def is_synthesis(self) -> bool:
-        return any(e.type in ("synthesize", "synthesize-start") for e in self.events)
-
-
-class WyomingTap:
-    def __init__(self, host: str, port: int):
-        self.host, self.port = host, port
-        self.connections: list[TapConnection] = []
-        self._server: asyncio.Server | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
-        self._tasks: set[asyncio.Task] = set()
-        self.listen_port = 0
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        self.listen_port = self._server.sockets[0].getsockname()[1]
-
-    async def stop(self) -> None:
-        assert self._server is not None
-        self._server.close()
-        for writer in list(self._writers):
-            writer.close()
-        if self._tasks:
-            await asyncio.wait(self._tasks, timeout=5)
-        await self._server.wait_closed()
-
-    def synthesis_connections(self) -> list[TapConnection]:
-        return [c for c in self.connections if c.is_synthesis]
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._tasks.add(task := asyncio.current_task())
-        try:
-            up_reader, up_writer = await asyncio.open_connection(self.host, self.port)
-        except OSError:
-            writer.close()
-            self._tasks.discard(task)
-            return
-        self._writers.update((writer, up_writer))
-        conn = TapConnection(server_side_port=up_writer.get_extra_info("sockname")[1], opened=now())
-        self.connections.append(conn)
-        try:
-            await asyncio.gather(self._pump(reader, up_writer, conn, "ha>server"),
-                                 self._pump(up_reader, writer, conn, "server>ha"))
-        finally:
-            for w in (writer, up_writer):
-                w.close()
-                self._writers.discard(w)
-            self._tasks.discard(task)
-
-    @staticmethod
-    async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: TapConnection,
-                    direction: str) -> None:
-        try:
-            while line := await reader.readline():
-                header = json.loads(line)
-                data_bytes = await reader.readexactly(header.get("data_length") or 0)
-                payload = await reader.readexactly(header.get("payload_length") or 0)
-                writer.write(line + data_bytes + payload)
-                await writer.drain()
-                data = dict(header.get("data") or {})
-                if data_bytes:
-                    data.update(json.loads(data_bytes))
-                conn.events.append(WireEvent(now(), direction, header.get("type", "?"), data, len(payload)))
-        except (OSError, asyncio.IncompleteReadError, ValueError):
-            pass
-        finally:
-            writer.close()  # one side gone: end the other (HA and the server both read None on close)
+GERMAN = "Es sind 21,5 °C im Wohnzimmer, um 7:30 Uhr."
+TEXT_BEFORE_TOOL = "Let me check the weather for you."
+TEXT_AFTER_TOOL = "It is sunny and 21 degrees."
+GERMAN_BEFORE_TOOL = "Ich schaue nach dem Wetter."  # a German LLM's text before its tool call; GERMAN after it
+# A Voice PE asks for its announcement format (ESPHome's media player formats); a browser gets HA's default, MP3.
+VOICE_PE_FORMAT = {"preferred_format": "flac", "preferred_sample_rate": 48000, "preferred_sample_channels": 1,
+                   "preferred_sample_bytes": 2}
+WAV_AS_IS = {"preferred_format": "wav"}  # the wyoming entity's own bytes: no ffmpeg
+LLM_DELTA_SECONDS = 0.03  # between an LLM's token deltas
 
 
 # ---- what HA receives from a ResultStream
@@ -490,16 +262,17 @@ class HA:
     hass: HomeAssistant
     tap: WyomingTap
     tts_entity: str
-    log_path: Path
+    server: Any  # conftest.ChorusUnderTest
     pause: float
     ffmpeg: str | None
 
+    @property
+    def log_path(self) -> Path:
+        return self.server.log_path
+
     def report(self, check: str, **figures: Any) -> None:
-        line = {"check": check, **figures}
-        print(json.dumps(line, ensure_ascii=False))
-        if path := os.environ.get("CHORUS_REPORT"):
-            with open(path, "a") as f:
-                f.write(json.dumps(line, ensure_ascii=False) + "\n")
+        print(json.dumps({"check": check, **figures}, ensure_ascii=False))
+        self.server.report(check, **figures)
 
 
 @pytest.fixture
@@ -508,16 +281,14 @@ def expected_lingering_timers() -> bool:
 
 
 @pytest.fixture
-async def ha(hass: HomeAssistant, socket_enabled: None, tmp_path: Path) -> HA:
-    server = _setting("CHORUS_SERVER")
-    host, port = server.rsplit(":", 1)
-    pytest_socket.socket_allow_hosts(["127.0.0.1", socket.gethostbyname(host)])
+async def ha(chorus_server, ffmpeg: str | None, hass: HomeAssistant, socket_enabled: None,
+             tmp_path: Path) -> HA:
+    pytest_socket.socket_allow_hosts(["127.0.0.1", socket.gethostbyname(chorus_server.host)])
     hass.config.config_dir = str(tmp_path)  # the tts cache folder goes here, not into site-packages
-    ffmpeg = os.environ.get("CHORUS_FFMPEG") or None
     assert await async_setup_component(hass, "homeassistant", {})
     assert await async_setup_component(hass, "ffmpeg", {"ffmpeg": {"ffmpeg_bin": ffmpeg or "ffmpeg"}})
 
-    tap = WyomingTap(host, int(port))
+    tap = WyomingTap(chorus_server.host, chorus_server.port)
     await tap.start()
     # The Wyoming integration's own config flow, as a user adding it by hand.
     result = await hass.config_entries.flow.async_init("wyoming", context={"source": "user"})
@@ -530,7 +301,7 @@ async def ha(hass: HomeAssistant, socket_enabled: None, tmp_path: Path) -> HA:
     entities = er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
     tts_entity = next(e.entity_id for e in entities if e.domain == "tts")
 
-    yield HA(hass, tap, tts_entity, Path(_setting("CHORUS_LOG")), float(_setting("CHORUS_PAUSE", "4")), ffmpeg)
+    yield HA(hass, tap, tts_entity, chorus_server, float(os.environ.get("CHORUS_PAUSE") or 4), ffmpeg)
 
     await hass.config_entries.async_unload(entry.entry_id)
     await hass.async_block_till_done()
@@ -593,7 +364,7 @@ async def _one_synthesis(ha: HA, before: int) -> TapConnection:
 
 def _needs_ffmpeg(ha: HA) -> None:
     if not ha.ffmpeg:
-        pytest.skip("no ffmpeg binary (pass --ffmpeg or pip install imageio-ffmpeg)")
+        pytest.skip("no ffmpeg binary (set CHORUS_FFMPEG or pip install imageio-ffmpeg)")
 
 
 def _check_pause(ha: HA, check: str, marks: dict, got: Received, conn: TapConnection, log_line: str | None) -> None:
@@ -760,7 +531,8 @@ async def _german_check(ha: HA, check: str, before: int, got: Received, t0: floa
     conn = await _one_synthesis(ha, before)
     log_line = await server_log_line(ha.log_path, conn.server_side_port)
     ha.report(check, format=got.fmt, ha_first_audio=round(got.first_audio - t0, 3) if got.first_audio else None,
-              ha_bytes=len(got.data), **_wire_summary(conn, t0), server_log=log_line)
+              ha_bytes=len(got.data), **_wire_summary(conn, t0), server_log=log_line,
+              server_normaliser=ha.server.normalisation(GERMAN))
     assert _no_language_sent(conn), "HA sent a language"
     sent_voices = [e.data.get("voice") for e in conn.events if e.direction == "ha>server" and "voice" in e.data]
     assert all(v == ({"name": voice} if voice else None) for v in sent_voices), sent_voices

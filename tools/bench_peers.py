@@ -29,7 +29,7 @@ recorded as {"error": "..."} and the run goes on, and each peer starts with the 
 Nothing is installed at run time: the peers come from the `peers` extra. The machine is shared, so the figures
 are rough; the 1-minute load average at each peer's start is recorded.
 
-    python scripts/bench_peers.py [--quick] [--frames 50] [--concurrency 4 8] [--json PATH] [--cache DIR]
+    python tools/bench_peers.py [--quick] [--frames 50] [--concurrency 4 8] [--json PATH] [--cache DIR]
 """
 from __future__ import annotations
 
@@ -40,20 +40,13 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from importlib import metadata
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SECONDS_PER_FRAME = 0.08
-SAMPLES_PER_FRAME = 1920
-TEXT = "Turn off the kitchen lights and lock the front door, please."
-SPEAKER = "ryan"
-LANGUAGE = "auto"
+from chorus_tools.peers.checkpoint import build_checkpoint, build_tmod, last_line, model_dir
+from chorus_tools.peers.measure import LANGUAGE, SECONDS_PER_FRAME, SPEAKER, TEXT, bench_qwen_tts, bench_vox
+
 PEERS = ("qwen-tts", "vox")
-# Part of the cache key: bump it when the checkpoint recipe below changes, so that no stale model is reused.
-RECIPE = 2
 
 
 # ---------------------------------------------------------------- the machine
@@ -71,220 +64,7 @@ def isa() -> list[str]:
     return [name for name in ("avx2", "avx512f", "amx_tile") if name in flags]
 
 
-# ---------------------------------------------------------------- the checkpoint
-
-def model_dir(cache: Path, preset: str, seed: int) -> Path:
-    return cache / f"{preset}-seed{seed}-r{RECIPE}"
-
-
-def _import_reference():
-    """tests/qwen_reference.py: the fidelity tests' helpers. Importing it stands in empty modules for qwen-tts's
-    audio-input dependencies (librosa, torchaudio...), which the `--no-deps` install leaves out and nothing here
-    runs, and then imports qwen-tts."""
-    for path in (ROOT, ROOT / "tests"):
-        if str(path) not in sys.path:
-            sys.path.insert(0, str(path))
-    import qwen_reference
-
-    return qwen_reference
-
-
-def build_checkpoint(out: Path, preset: str, seed: int) -> None:
-    """A random CustomVoice checkpoint in the hub layout, as tests/qwen_reference.make_checkpoint makes its tiny
-    one, at `preset`'s dimensions: the talker by Qwen3TTSForConditionalGeneration with its own initialisation, the
-    codec decoder with audible random weights (the reference initialisation decodes to near silence), a minimal
-    Mimi encoder (the layout needs one; nothing runs it). Stored in bfloat16 as the released checkpoints are; both
-    peers compute in float32."""
-    reference = _import_reference()
-    import numpy as np
-    import torch
-    from qwen_tts.core import Qwen3TTSTokenizerV2Config, Qwen3TTSTokenizerV2Model
-    from qwen_tts.core.models import Qwen3TTSConfig, Qwen3TTSForConditionalGeneration
-
-    from service.export.codec_random import CODEC_PRESETS, random_codec_decoder_weights
-    from service.export.presets import TEXT_SPECIAL_TOKENS, talker_config, tokenizer_vocab_size
-    from service.export.tokenizer import special_token_ids, train_tokenizer
-
-    from hub_layout import write_tokenizer_files
-
-    out.mkdir(parents=True, exist_ok=True)
-    tokenizer_json = train_tokenizer(tokenizer_vocab_size(preset), reference.SPECIAL_TOKENS)
-    write_tokenizer_files(out, tokenizer_json)
-    ids = special_token_ids(tokenizer_json, reference.SPECIAL_TOKENS)
-    config = talker_config(preset, {key: ids[token] for key, token in TEXT_SPECIAL_TOKENS.items()})
-
-    torch.manual_seed(seed)
-    model = Qwen3TTSForConditionalGeneration(Qwen3TTSConfig(**config)).eval()
-    with torch.no_grad():
-        # A random model does emit end-of-speech now and then (vox stopped after 5 frames on the tiny one): a zero
-        # row gives it a logit of 0, below the best of 2048 random code logits, so greedy decoding never picks it
-        # and every request runs to the frame cap on both peers.
-        model.talker.codec_head.weight[config["talker_config"]["codec_eos_token_id"]] = 0.0
-    model.to(torch.bfloat16).save_pretrained(out)
-    del model
-    (out / "generation_config.json").write_text(json.dumps(reference.GENERATION_CONFIG, indent=2))
-    saved = json.loads((out / "config.json").read_text())
-    # qwen-tts cannot reload its own save_pretrained output: the speaker-encoder part gains an empty model_type.
-    saved.get("speaker_encoder_config", {}).pop("model_type", None)
-    (out / "config.json").write_text(json.dumps(saved, indent=2))
-
-    decoder_config = CODEC_PRESETS["tiny" if preset == "tiny" else "real"]
-    codec = Qwen3TTSTokenizerV2Model(Qwen3TTSTokenizerV2Config(
-        encoder_config=reference._TINY_ENCODER, decoder_config=decoder_config)).eval()
-    decoder = random_codec_decoder_weights(decoder_config, np.random.default_rng([seed, 1]))
-    missing = [key for key in codec.state_dict() if key.startswith("decoder.") and key not in decoder]
-    if missing:
-        raise RuntimeError(f"random codec weights lack {missing[:3]}")
-    codec.load_state_dict({key: torch.from_numpy(value) for key, value in decoder.items()}, strict=False)
-    codec.save_pretrained(out / "speech_tokenizer")
-    (out / "speech_tokenizer" / "preprocessor_config.json").write_text(json.dumps({
-        "feature_extractor_type": "EncodecFeatureExtractor", "feature_size": 1, "sampling_rate": 24000,
-        "padding_side": "right", "padding_value": 0.0, "return_attention_mask": True}))
-
-
-def build_tmod(checkpoint: Path, out: Path) -> None:
-    """vox's own converter, as its users run it; written aside and renamed, so an interrupted build is not cached."""
-    partial = out.with_suffix(".partial")
-    done = subprocess.run([sys.executable, "-m", "vox", "build", "--model", str(checkpoint), "--dtype", "f32",
-                           "-o", str(partial)], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"vox build failed: {_last_line(done.stderr or done.stdout)}")
-    partial.rename(out)
-
-
-# ---------------------------------------------------------------- measuring
-
-def timed_threads(count: int, request) -> tuple[float, list]:
-    """Wall seconds for `count` threads each running request(i) started together, and their results in order."""
-    results: list = [None] * count
-    errors: list[BaseException] = []
-    start = threading.Barrier(count + 1)
-
-    def run(i: int) -> None:
-        start.wait()
-        try:
-            results[i] = request(i)
-        except BaseException as error:  # re-raised in the caller: a failed thread must not pass as a fast one
-            errors.append(error)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    start.wait()
-    began = time.perf_counter()
-    for thread in threads:
-        thread.join()
-    wall = time.perf_counter() - began
-    if errors:
-        raise errors[0]
-    return wall, results
-
-
-def one_stream_figures(wall: float, frames: int, first_audio: float | None) -> dict:
-    audio = frames * SECONDS_PER_FRAME
-    return {"frames": frames, "wall_s": round(wall, 3), "frames_per_s": round(frames / wall, 2),
-            "rtf": round(wall / audio, 3), "first_audio_s": None if first_audio is None else round(first_audio, 3)}
-
-
-def aggregate_figures(wall: float, frames: list[int], how: str, same: bool | None = None) -> dict:
-    figures = {"aggregate_frames_per_s": round(sum(frames) / wall, 2), "wall_s": round(wall, 3),
-               "frames": sum(frames), "how": how}
-    if same is not None:
-        figures["same_audio"] = same
-    return figures
-
-
-def frames_of(pcm) -> int:
-    return len(pcm) // SAMPLES_PER_FRAME
-
-
-def bench_qwen_tts(args) -> dict:
-    reference = _import_reference()  # also sets torch to one thread, for the tiny test models: reset below
-    import numpy as np
-    import torch
-    import transformers
-
-    torch.set_num_threads(args.threads)
-    transformers.logging.set_verbosity_error()  # "pad_token_id set to eos" and unused-flag notices, per call
-    result = {"version": metadata.version("qwen-tts"),
-              "runtime": f"torch {torch.__version__}, transformers {transformers.__version__}, float32"}
-    load = time.perf_counter()
-    model = reference.Qwen3TTSModel.from_pretrained(str(args.checkpoint), dtype=torch.float32)
-    result["load_s"] = round(time.perf_counter() - load, 2)
-    result["attention"] = model.model.config._attn_implementation
-
-    def generate(texts, frames: int):
-        # With no end-of-speech, generate stops at max_new_tokens and returns one frame fewer (the last
-        # codebook-0 never gets its sub-codes): +1 gives exactly `frames`.
-        wavs, _ = model.generate_custom_voice(texts, speaker=SPEAKER, language=LANGUAGE, do_sample=False,
-                                              subtalker_dosample=False, max_new_tokens=frames + 1)
-        return [np.asarray(wav, np.float32) for wav in wavs]
-
-    generate(TEXT, min(args.frames, 4))  # warm-up: first-call allocations and kernel selection
-    began = time.perf_counter()
-    single = generate(TEXT, args.frames)[0]
-    result["one_stream"] = one_stream_figures(time.perf_counter() - began, frames_of(single), None)
-    result["streams"] = False
-    result["concurrent"], result["batched"] = {}, {}
-    for count in args.concurrency:
-        wall, outputs = timed_threads(count, lambda i: generate(TEXT, args.frames)[0])
-        result["concurrent"][str(count)] = aggregate_figures(
-            wall, [frames_of(pcm) for pcm in outputs],
-            f"{count} threads, each generate_custom_voice(one text) on one model; torch intra-op threads "
-            f"{args.threads} per call", same=all(np.array_equal(pcm, single) for pcm in outputs))
-        began = time.perf_counter()
-        outputs = generate([TEXT] * count, args.frames)
-        result["batched"][str(count)] = aggregate_figures(
-            time.perf_counter() - began, [frames_of(pcm) for pcm in outputs],
-            f"one generate_custom_voice call with a list of {count} texts (one batched forward pass)")
-    return result
-
-
-def bench_vox(args) -> dict:
-    import numpy as np
-    import vox
-
-    result = {"version": vox.__version__, "runtime": "vox C++ engine, f32 weights (vox build --dtype f32)"}
-    load = time.perf_counter()
-    engine = vox.Engine(str(args.tmod), device="cpu", threads=args.threads)
-    result["load_s"] = round(time.perf_counter() - load, 2)
-    plan = engine.plan
-    result["plan"] = {key: plan.get(key) for key in ("backend", "mode", "threads", "max_sessions", "spin")}
-    voice = engine.speaker_voice(SPEAKER)
-
-    def stream(frames: int) -> tuple[np.ndarray, float]:
-        """The request's audio and the seconds to its first chunk; temperature 0 is vox's greedy decoding."""
-        began, first, chunks = time.perf_counter(), None, []
-        for chunk in engine.stream(TEXT, voice, language=LANGUAGE, max_frames=frames, temperature=0.0,
-                                   sub_temperature=0.0, seed=0):
-            if first is None:
-                first = time.perf_counter() - began
-            chunks.append(chunk)
-        return np.concatenate(chunks) if chunks else np.zeros(0, np.float32), first
-
-    stream(min(args.frames, 4))  # warm-up
-    began = time.perf_counter()
-    single, first = stream(args.frames)
-    result["one_stream"] = one_stream_figures(time.perf_counter() - began, frames_of(single), first)
-    result["streams"] = True
-    result["concurrent"] = {}
-    for count in args.concurrency:
-        wall, outputs = timed_threads(count, lambda i: stream(args.frames))
-        figures = aggregate_figures(
-            wall, [frames_of(pcm) for pcm, _ in outputs],
-            f"{count} threads, each Engine.stream() on one shared Engine (threads={args.threads})",
-            same=all(np.array_equal(pcm, single) for pcm, _ in outputs))
-        figures["first_audio_s_max"] = round(max(first or wall for _, first in outputs), 3)
-        result["concurrent"][str(count)] = figures
-    return result
-
-
 # ---------------------------------------------------------------- stages in child processes
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    return lines[-1] if lines else "no output"
-
 
 def run_stage(stage: str, args, timeout: float) -> dict:
     """Run `stage` in a child process of this script; its JSON result, or {"error": ...} if it failed, crashed
@@ -319,7 +99,7 @@ def stage_main(args) -> None:
         else:
             result = {"qwen-tts": bench_qwen_tts, "vox": bench_vox}[args.stage](args)
     except Exception as error:  # recorded, not raised: one peer's failure must not end the run
-        result = {"error": f"{type(error).__name__}: {_last_line(str(error))}"}
+        result = {"error": f"{type(error).__name__}: {last_line(str(error))}"}
     args.stage_out.write_text(json.dumps(result))
 
 

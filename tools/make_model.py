@@ -1,7 +1,7 @@
 """Write a random-weight model directory with the real Qwen3-TTS architecture.
 
-    python scripts/make_model.py --preset tiny --out models/tiny
-    python scripts/make_model.py --preset 0.6b --out models/random-0.6b --seed 7
+    python tools/make_model.py --preset tiny --out models/tiny
+    python tools/make_model.py --preset 0.6b --out models/random-0.6b --seed 7
 
 tiny (f32, a few MB) is what the service builds for itself and the tests use; 0.6b / 1.7b have the real
 dimensions (f16 weights, ~2 / ~4 GB) for benchmarks. No checkpoint is downloaded.

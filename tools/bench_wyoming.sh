@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The service benchmarks on this machine: wyoming-bench (third party, one request at a time; one-shot and
-# streaming) and scripts/load_rooms.py (1..16 rooms at once), against a server started here with the given model.
+# streaming) and tools/load_rooms.py (1..16 rooms at once), against a server started here with the given model.
 #
 #   pip install wyoming-bench
-#   bash scripts/bench_wyoming.sh [MODEL]          # MODEL defaults to builtin:tiny
+#   bash tools/bench_wyoming.sh [MODEL]          # MODEL defaults to builtin:tiny
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=${1:-builtin:tiny}
@@ -20,5 +20,5 @@ done
 wyoming-bench tts "127.0.0.1:$port" --mode both --rounds 3 --warmup 1 \
   --texts "Good morning. The kitchen lights are on." \
           "The washing machine has finished. The living room is at twenty-one degrees, and it will rain after four."
-python scripts/load_rooms.py --uri "tcp://127.0.0.1:$port" --rooms 1,2,4,8,16 --requests 2
-python scripts/load_rooms.py --uri "tcp://127.0.0.1:$port" --rooms 1,4,16 --requests 1 --stream
+python tools/load_rooms.py --uri "tcp://127.0.0.1:$port" --rooms 1,2,4,8,16 --requests 2
+python tools/load_rooms.py --uri "tcp://127.0.0.1:$port" --rooms 1,4,16 --requests 1 --stream

@@ -1,8 +1,8 @@
-"""Workloads for scripts/bench.py: deterministic English texts, Wyoming clients over TCP, and the scenarios (a burst of
-N rooms, Poisson arrivals, one short announcement against rooms that read long texts).
+"""Workloads for tools/bench.py: deterministic English texts, and the scenarios (a burst of N rooms, Poisson arrivals,
+one short announcement against rooms that read long texts) sent with chorus_tools.client.
 
-Every client talks to the server with the real `wyoming` library (AsyncTcpClient), one connection per request as Home
-Assistant does. Every wait is bounded by a timeout; a failed request is recorded (its error kept), never raised.
+Every request talks to the server with the real `wyoming` library, one connection per request as Home Assistant
+does. Every wait is bounded by a timeout; a failed request is recorded (its error kept), never raised.
 """
 from __future__ import annotations
 
@@ -14,12 +14,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from wyoming.audio import AudioChunk, AudioStart
-from wyoming.client import AsyncTcpClient
-from wyoming.error import Error
-from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
 
-HOST = "127.0.0.1"
+from chorus_tools.client import Reply, Stream, speak, tcp_uri
 
 # ---- texts ----------------------------------------------------------------------------------------------------------
 
@@ -136,62 +132,26 @@ class Outcome:
         return (self.end_s - self.start_s) / self.audio_s
 
 
-async def request(port: int, spec: Spec, began: float, outcome: Outcome, timeout: float, delta_chars: int,
-                  delta_s: float, hang_up_after_first: bool = False,
-                  first_audio: asyncio.Event | None = None) -> Outcome:
-    """One reply on its own connection, recorded into `outcome` as it goes (a cancelled request keeps what it got)."""
-    streaming = spec.mode == "stream"
-    done_type = "synthesize-stopped" if streaming else "audio-stop"
-    bytes_per_s = 0
-    sender = None
+async def request(port: int, spec: Spec, began: float, outcome: Outcome, client: ClientSettings,
+                  hang_up_after_first: bool = False, first_audio: asyncio.Event | None = None) -> Outcome:
+    """One reply on its own connection, recorded into `outcome` (a cancelled request keeps what it got)."""
+    stream = Stream.even(spec.text, client.delta_chars, client.delta_s) if spec.mode == "stream" else None
+    reply = Reply()
     try:
-        async with asyncio.timeout(timeout), AsyncTcpClient(HOST, port) as client:
-            outcome.start_s = time.monotonic() - began
-            if streaming:
-                await client.write_event(SynthesizeStart().event())
-                sender = asyncio.create_task(_send_deltas(client, spec.text, delta_chars, delta_s))
-            else:
-                await client.write_event(Synthesize(spec.text).event())
-            while (event := await client.read_event()) is not None:
-                if AudioStart.is_type(event.type):
-                    start = AudioStart.from_event(event)
-                    bytes_per_s = start.rate * start.width * start.channels
-                elif AudioChunk.is_type(event.type):
-                    if outcome.ttfa_s is None:
-                        outcome.ttfa_s = time.monotonic() - began - outcome.start_s
-                        if first_audio is not None:
-                            first_audio.set()
-                    if bytes_per_s:
-                        outcome.audio_s += len(event.payload or b"") / bytes_per_s
-                    if hang_up_after_first:
-                        outcome.cut = True
-                        break
-                elif Error.is_type(event.type):
-                    outcome.error = outcome.error or Error.from_event(event).code or "error"
-                elif event.type == done_type:
-                    break
-            else:
-                outcome.error = outcome.error or "the server closed the connection"
+        await speak(tcp_uri(port), spec.text, stream, reply=reply, timeout=client.timeout,
+                    hang_up_after=1 if hang_up_after_first else None, first_audio=first_audio)
     except asyncio.CancelledError:
         outcome.cut = True
         raise
-    except (OSError, TimeoutError, asyncio.IncompleteReadError) as failure:
-        outcome.error = outcome.error or f"{type(failure).__name__}: {failure}"
     finally:
-        outcome.end_s = time.monotonic() - began
-        if sender is not None:
-            sender.cancel()
+        if reply.started is not None:
+            outcome.start_s = reply.started - began
+        outcome.ttfa_s = reply.first_audio_s
+        outcome.audio_s = reply.audio_s
+        outcome.error = outcome.error or reply.error
+        outcome.end_s = (reply.ended or time.monotonic()) - began
+        outcome.cut = outcome.cut or reply.hung_up
     return outcome
-
-
-async def _send_deltas(client: AsyncTcpClient, text: str, delta_chars: int, delta_s: float) -> None:
-    """Small deltas split mid-word with a pause between them, as an LLM streams them through Home Assistant; then its
-    compatibility copy of the whole text (ignored inside a stream) and the stop."""
-    for i in range(0, len(text), delta_chars):
-        await client.write_event(SynthesizeChunk(text[i:i + delta_chars]).event())
-        await asyncio.sleep(delta_s)
-    await client.write_event(Synthesize(text).event())
-    await client.write_event(SynthesizeStop().event())
 
 
 # ---- scenarios -------------------------------------------------------------------------------------------------------
@@ -228,7 +188,7 @@ async def run_specs(name: str, port: int, specs: list[Spec], client: ClientSetti
 
     async def arrive(spec: Spec, outcome: Outcome) -> None:
         await asyncio.sleep(max(0.0, spec.arrival_s - (time.monotonic() - began)))
-        await request(port, spec, began, outcome, client.timeout, client.delta_chars, client.delta_s)
+        await request(port, spec, began, outcome, client)
 
     tasks = []
     for spec in specs:
@@ -266,8 +226,7 @@ async def contention(port: int, readers: int, probes: int, seed: int, readout_wo
             spec = Spec("announce", "oneshot", text, room=-1)
             outcome = _outcome(spec, began)
             outcome.kind = f"announce ({label})"
-            await request(port, spec, began, outcome, client.timeout, client.delta_chars, client.delta_s,
-                          hang_up_after_first=True)
+            await request(port, spec, began, outcome, client, hang_up_after_first=True)
             done.append(outcome)
         return done
 
@@ -278,8 +237,7 @@ async def contention(port: int, readers: int, probes: int, seed: int, readout_wo
         spec = Spec("readout", "oneshot", make_text("readout", rng, readout_words), room=n)
         outcome = _outcome(spec, began)
         scenario.outcomes.append(outcome)
-        reader_tasks.append(asyncio.create_task(request(port, spec, began, outcome, client.timeout,
-                                                        client.delta_chars, client.delta_s, first_audio=heard[n])))
+        reader_tasks.append(asyncio.create_task(request(port, spec, began, outcome, client, first_audio=heard[n])))
     try:
         waits = [asyncio.create_task(e.wait()) for e in heard]
         _, pending = await asyncio.wait(waits, timeout=client.timeout)

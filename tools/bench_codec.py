@@ -4,7 +4,7 @@
 Each figure is wall time and, in brackets, CPU time of all the process's threads: on a shared machine the CPU time
 is the steadier measure of the work (on idle cores, wall ~ CPU time / threads).
 
-    python scripts/bench_codec.py [--preset real|tiny] [--frames 48] [--chunks 4 12] [--blocks 4] [--precisions "" f32]
+    python tools/bench_codec.py [--preset real|tiny] [--frames 48] [--chunks 4 12] [--blocks 4] [--precisions "" f32]
 """
 from __future__ import annotations
 

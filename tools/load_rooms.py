@@ -7,7 +7,7 @@ time), the mean per-request RTF, and errors.
 Streaming mode sends the text as Home Assistant does (synthesize-start, small deltas split mid-word, the
 compatibility synthesize, synthesize-stop). Every loop is bounded by --requests and --timeout.
 
-    python scripts/load_rooms.py --uri tcp://127.0.0.1:10200 --rooms 1,2,4,8,16 --requests 2 [--stream] \
+    python tools/load_rooms.py --uri tcp://127.0.0.1:10200 --rooms 1,2,4,8,16 --requests 2 [--stream] \
         [--json out.json]
 """
 from __future__ import annotations
@@ -20,10 +20,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
-from wyoming.audio import AudioChunk, AudioStart
-from wyoming.client import AsyncClient
-from wyoming.error import Error
-from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
+from chorus_tools.client import Stream, speak
 
 DEFAULT_TEXT = "Good morning. The kitchen lights are on, and the coffee will be ready in five minutes."
 
@@ -38,55 +35,15 @@ class Result:
     error: str | None
 
 
-async def speak(uri: str, text: str, stream: bool, delta_chars: int, delta_delay: float) -> tuple[float | None, float]:
-    """One request; returns (time to first audio chunk, seconds of audio). Raises on an error event."""
-    started = time.monotonic()
-    first_audio = None
-    audio_s = 0.0
-    rate = width = channels = 0
-    done_type = "synthesize-stopped" if stream else "audio-stop"
-    async with AsyncClient.from_uri(uri) as client:
-        if stream:
-            await client.write_event(SynthesizeStart().event())
-
-            async def send_deltas() -> None:
-                for i in range(0, len(text), delta_chars):
-                    await client.write_event(SynthesizeChunk(text[i:i + delta_chars]).event())
-                    await asyncio.sleep(delta_delay)
-                await client.write_event(Synthesize(text).event())
-                await client.write_event(SynthesizeStop().event())
-
-            sender = asyncio.create_task(send_deltas())
-        else:
-            await client.write_event(Synthesize(text).event())
-        try:
-            while (event := await client.read_event()) is not None:
-                if AudioStart.is_type(event.type):
-                    start = AudioStart.from_event(event)
-                    rate, width, channels = start.rate, start.width, start.channels
-                elif AudioChunk.is_type(event.type):
-                    first_audio = first_audio if first_audio is not None else time.monotonic() - started
-                    audio_s += len(event.payload or b"") / (rate * width * channels)
-                elif Error.is_type(event.type):
-                    raise RuntimeError(Error.from_event(event).code)
-                elif event.type == done_type:
-                    break
-        finally:
-            if stream:
-                sender.cancel()
-    return first_audio, audio_s
-
-
 async def room(args: argparse.Namespace, number: int) -> list[Result]:
     results = []
     for request in range(args.requests):
         started = time.monotonic()
-        try:
-            first, audio_s = await speak(args.uri, args.text, args.stream, args.delta_chars, args.delta_ms / 1000)
-            error = None
-        except (RuntimeError, OSError) as failure:
-            first, audio_s, error = None, 0.0, str(failure) or type(failure).__name__
-        results.append(Result(number, request, first, time.monotonic() - started, audio_s, error))
+        stream = Stream.even(args.text, args.delta_chars, args.delta_ms / 1000) if args.stream else None
+        reply = await speak(args.uri, args.text, stream, timeout=args.timeout)
+        ok = reply.error is None
+        results.append(Result(number, request, reply.first_audio_s if ok else None, time.monotonic() - started,
+                              reply.audio_s if ok else 0.0, reply.error))
     return results
 
 

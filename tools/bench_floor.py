@@ -1,8 +1,8 @@
 """The physical limit: this machine's memory bandwidth and f32 matmul throughput, the bytes and FLOPs of one frame
 per stage, and each stage's measured time as a multiple of its floor.
 
-    python scripts/bench_floor.py --model DIR [--batches 1,8] [--json out.json]
-    python scripts/bench_floor.py --quick          # tiny model (CI: the script keeps working)
+    python tools/bench_floor.py --model DIR [--batches 1,8] [--json out.json]
+    python tools/bench_floor.py --quick          # tiny model (CI: the script keeps working)
 
 Floors, per step of B requests:
 - bytes: every weight of a graph is read once per infer (at batch 1 no cache holds a 0.6B graph's weights), so
@@ -12,7 +12,7 @@ Floors, per step of B requests:
   2-position prefill and 14 steps), at the f32 peak OpenVINO reaches here (a large FullyConnected at 256 rows);
 - codec decoder: its convolutions' and matrix products' FLOPs per second of audio at large-M throughput.
 A stage's floor is the larger of its bytes and compute floors; the report gives measured / floor. Times come from
-scripts/bench_engine.py's own measurements (talker alone; whole frame - talker = code predictor + sampling).
+tools/bench_engine.py's own measurements (talker alone; whole frame - talker = code predictor + sampling).
 """
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ os.environ.setdefault("CI", "true")  # OpenVINO's telemetry opt-out, before anyt
 import numpy as np  # noqa: E402
 import openvino as ov  # noqa: E402
 import openvino.opset13 as op  # noqa: E402
-from bench_engine import bench_batch, bench_codec, time_steps  # noqa: E402
 
+from chorus_tools.engine_bench import bench_batch, bench_codec, time_steps  # noqa: E402
 from service.engine.runner import PagedRunner, RunnerOptions  # noqa: E402
 from service.export.builtin import resolve_model  # noqa: E402
 from service.modeldir.manifest import ModelDir  # noqa: E402

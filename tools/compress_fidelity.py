@@ -1,6 +1,6 @@
 """Logit error of a weight-compressed model directory against the float one it was made from.
 
-    python scripts/compress_fidelity.py --reference models/0.6b --model models/0.6b-int8
+    python tools/compress_fidelity.py --reference models/0.6b --model models/0.6b-int8
 
 Both talkers (and code predictors) are compiled stateful at f32 inference with an f32 KV cache, so the only
 difference left is the weights (and, for INT8/INT4 weights, the plugin's on-the-fly activation quantisation, which

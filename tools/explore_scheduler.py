@@ -2,8 +2,8 @@
 """Explore the scheduler's state machine (tests/test_scheduler.py RandomOperations) with fresh random seeds until a
 time budget is spent, so that new failures are found on purpose rather than by a CI run's luck.
 
-    python scripts/explore_scheduler.py --seconds 60          # random seeds, each printed before it runs
-    python scripts/explore_scheduler.py --seconds 5 --seed 7  # seed 7, then 8, 9, ...: a run to repeat
+    python tools/explore_scheduler.py --seconds 60          # random seeds, each printed before it runs
+    python tools/explore_scheduler.py --seconds 5 --seed 7  # seed 7, then 8, 9, ...: a run to repeat
 
 The CI test runs the state machine with one fixed seed (PROPERTY_SEED). Every seed run here is printed before it
 starts; a failure prints hypothesis's falsifying steps and the seed, and exits 1. Turn what it found into an explicit
@@ -46,7 +46,7 @@ def main() -> int:
             case.runTest()
         except Exception as error:  # hypothesis has printed the falsifying steps
             print(f"FAILED with seed {run_seed}: {type(error).__name__}: {error}\n"
-                  f"repeat: python scripts/explore_scheduler.py --seconds 0 --seed {run_seed} "
+                  f"repeat: python tools/explore_scheduler.py --seconds 0 --seed {run_seed} "
                   f"--examples {args.examples} --steps {args.steps}", flush=True)
             return 1
         runs += 1

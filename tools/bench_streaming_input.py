@@ -8,8 +8,8 @@ second one, then synthesize-stop. Measured on the client, over real TCP with wyo
   played out is a stall (the playback clock then moves on by the stall). Total and longest stall per reply.
 Random-weight models end replies after engine.benchmark_frames_per_word (5 frames a word: natural speech length).
 
-    python scripts/bench_streaming_input.py [--model builtin:tiny | --preset 0.6b] [--runs 5] [--json out.json]
-    python scripts/bench_streaming_input.py --quick   # two runs each, tiny model (CI)
+    python tools/bench_streaming_input.py [--model builtin:tiny | --preset 0.6b] [--runs 5] [--json out.json]
+    python tools/bench_streaming_input.py --quick   # two runs each, tiny model (CI)
 """
 from __future__ import annotations
 
@@ -20,22 +20,17 @@ import json
 import os
 import random
 import statistics
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-from wyoming.client import AsyncTcpClient
-from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
-
-from service_thread import ServiceThread
+from chorus_tools.client import Stream, speak, tcp_uri
+from chorus_tools.models import preset_model
+from chorus_tools.servers import ServiceThread, loopback_settings
 
 os.environ.setdefault("CI", "true")  # OpenVINO's telemetry opt-out, before anything imports it
 
 FIRST = ("The washing machine in the basement has finished its cycle and the clothes are ready to go into the dryer "
          "before you leave for the office this morning.")  # 25 words
 SECOND = " I also turned the heating down to nineteen degrees."
-HOST = "127.0.0.1"
 
 
 def deltas(text: str, rng: random.Random) -> list[tuple[float, str]]:
@@ -48,60 +43,34 @@ def deltas(text: str, rng: random.Random) -> list[tuple[float, str]]:
     return out
 
 
-async def one_reply(port: int, schedule: list[tuple[float, str]], text: str) -> dict:
-    arrivals: list[tuple[float, float]] = []  # (arrival time, seconds of audio in the chunk)
-    rate = width = 0
-    async with AsyncTcpClient(HOST, port) as client:
-        async def read() -> None:
-            nonlocal rate, width
-            while (event := await client.read_event()) is not None:
-                if event.type == "audio-start":
-                    rate, width = event.data["rate"], event.data["width"] * event.data["channels"]
-                elif event.type == "audio-chunk":
-                    arrivals.append((time.monotonic(), len(event.payload or b"") / (rate * width)))
-                elif event.type in ("synthesize-stopped", "error"):
-                    return
-
-        reader = asyncio.create_task(read())
-        await client.write_event(SynthesizeStart().event())
-        started = time.monotonic()
-        for delay, delta in schedule:
-            await asyncio.sleep(delay)
-            await client.write_event(SynthesizeChunk(delta).event())
-        await client.write_event(Synthesize(text).event())  # Home Assistant's compatibility copy
-        await client.write_event(SynthesizeStop().event())
-        await asyncio.wait_for(reader, 600)
-    if not arrivals:
+async def one_reply(uri: str, schedule: list[tuple[float, str]], text: str) -> dict:
+    reply = await speak(uri, text, Stream(schedule))
+    if not reply.chunks:
         return {"first_audio_s": None, "stall_total_s": None, "stall_max_s": None, "audio_s": 0.0}
-    clock, stalls = arrivals[0][0], []
-    for arrival, seconds in arrivals:
+    clock, stalls = reply.chunks[0][0], []  # (arrival time, seconds of audio in the chunk)
+    for arrival, seconds in reply.chunks:
         stall = max(0.0, arrival - clock)
         stalls.append(stall)
         clock = max(clock, arrival) + seconds
-    return {"first_audio_s": arrivals[0][0] - started, "stall_total_s": sum(stalls[1:]),
-            "stall_max_s": max(stalls[1:], default=0.0), "audio_s": sum(s for _, s in arrivals),
+    return {"first_audio_s": reply.first_audio_s, "stall_total_s": sum(stalls[1:]),
+            "stall_max_s": max(stalls[1:], default=0.0), "audio_s": reply.audio_s,
             "text_sent_s": sum(d for d, _ in schedule)}
 
 
 def model_dir(args) -> str:
-    if args.preset is None:
-        return args.model
-    out = Path(args.cache) / args.preset
-    if not (out / "chorus.json").exists():
-        make_model = Path(__file__).with_name("make_model.py")
-        subprocess.run([sys.executable, str(make_model), "--preset", args.preset, "--out", str(out)], check=True)
-    return str(out)
+    return args.model if args.preset is None else str(preset_model(Path(args.cache), args.preset))
 
 
 def measure(model: str, streaming_input: bool, runs: int) -> list[dict]:
     from service.config import EngineSettings, ServerSettings
 
     engine = EngineSettings(model=model, device="CPU", seed=7, benchmark_frames_per_word=5.0)
-    with ServiceThread(engine, dataclasses.replace(ServerSettings(), streaming_input=streaming_input)) as server:
+    server = dataclasses.replace(ServerSettings(), streaming_input=streaming_input)
+    with ServiceThread(loopback_settings(engine, server)) as running:
         text = FIRST + SECOND
         results = []
         for run in range(runs):
-            results.append(asyncio.run(one_reply(server.port, deltas(text, random.Random(run)), text)))
+            results.append(asyncio.run(one_reply(tcp_uri(running.port), deltas(text, random.Random(run)), text)))
     return results
 
 

@@ -1,0 +1,49 @@
+"""The tests' client and server helpers: a Wyoming request over real TCP and its reply read back, and the one server
+(in-process, on its own loop: chorus_tools.servers.ServiceThread) and free-port probe the tools use too."""
+from __future__ import annotations
+
+import asyncio
+
+from wyoming.audio import AudioChunk, AudioStart
+from wyoming.client import AsyncTcpClient
+from wyoming.event import Event
+
+from chorus_tools.probes import free_port
+from chorus_tools.servers import ServiceThread
+
+__all__ = ["HOST", "SENTENCE", "TIMEOUT", "ServiceThread", "audio", "free_port", "read_until", "send"]
+
+HOST = "127.0.0.1"
+TIMEOUT = 60.0
+SENTENCE = "Hi there."  # the tiny model speaks up to its frame cap, set by the text length: keep texts short
+
+
+async def read_until(client: AsyncTcpClient, last_type: str) -> list[Event]:
+    """Events up to and including the first `last_type` (or until the server closes the connection)."""
+    events: list[Event] = []
+
+    async def read() -> None:
+        while (event := await client.read_event()) is not None:
+            events.append(event)
+            if event.type == last_type:
+                return
+
+    await asyncio.wait_for(read(), TIMEOUT)
+    return events
+
+
+async def send(port: int, *events: Event, last_type: str = "audio-stop") -> list[Event]:
+    async with AsyncTcpClient(HOST, port) as client:
+        for event in events:
+            await client.write_event(event)
+        return await read_until(client, last_type)
+
+
+def audio(events: list[Event]) -> bytes:
+    """The PCM of one well-formed reply: audio-start, audio-chunk..., audio-stop."""
+    types = [e.type for e in events]
+    assert types[0] == "audio-start" and types[-1] == "audio-stop", types
+    assert set(types[1:-1]) <= {"audio-chunk"}, types
+    start = AudioStart.from_event(events[0])
+    assert (start.rate, start.width, start.channels) == (24000, 2, 1)
+    return b"".join(AudioChunk.from_event(e).audio for e in events[1:-1])

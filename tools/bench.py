@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""End-to-end benchmark: the real wyoming-chorus server under many rooms, its baselines, and the engine beneath it, in
+one run on this machine. Writes report.md, report.json and PNG plots.
+
+    python tools/bench.py --quick                     # builtin:tiny, a couple of rooms: proves the script (CI)
+    python tools/bench.py                             # 0.6b preset: random weights at real dims, f16 (~30 min)
+    python tools/bench.py --model DIR | --preset 0.6b [--weights int8] [--out bench-report/] [--peers peers.json]
+
+What is measured, and how:
+- The server is the real one: `wyoming-chorus` started as a subprocess on free loopback ports with a temporary
+  config.yaml (engine.benchmark_frames_per_word 5: a random model's reply ends after 5 frames per word, i.e.
+  12.5 frames/s at 2.5 words/s; a fixed seed). Clients are the `wyoming` library over TCP, one connection per request.
+- Workloads (chorus_tools/bench/workloads.py): announcements (5-15 words, one-shot), assistant replies (30-60 words,
+  streamed in small deltas as Home Assistant sends an LLM's reply), read-outs (200+ words, one-shot). A mixed burst of
+  N rooms (N = 1, 2, 4, 8, 16) arriving at once; mixed Poisson arrivals at a mean rate (by default 70% of the capacity
+  the burst sweep measured); one short announcement while 7 rooms read long texts, against the same alone. Read-outs
+  still running when every other request of a scenario has ended are cut there (their RTF is then over the part they
+  ran): running them to their end would take minutes per scenario at 0.6b on two cores (`--full-readouts`).
+- Per request (client side): time to first audio (first text sent -> first audio-chunk), RTF = wall time from the first
+  text to the last audio / seconds of audio. Per scenario: aggregate audio seconds per wall second, errors; from the
+  server's /metrics (before/after deltas, gauges sampled every 0.5 s): mean step time and batch size, frames,
+  preemptions, peak KV blocks used; peak RSS of the server process (VmHWM in /proc/PID/status).
+- Baselines, each its own server: engine.policy static (a batch is admitted only into an empty engine), and
+  engine.max_batch 1 (one request at a time).
+- Engine level (in this process, after the servers are gone; chorus_tools/engine_bench.py): step time by stage at
+  batch 1, 8 and 16 (talker alone; code predictor + sampling = native frame - talker; host = the scheduler's
+  schedule()+update() plus the runner's Python wrapper, i.e. step wall time minus the native runner's time, timed
+  around real runner steps), codec ms per audio second, KV bytes per token (u8, f16), step time at batch 8 with u8 vs
+  f16 KV, and the KV tokens each request of the run really needs (prompt rows + frames, from the server's own
+  RequestBuilder and sentence splitter), from which rooms held at a fixed KV budget are computed for paged blocks vs
+  fixed buckets of 128/256/512/1024 tokens reserved up front.
+Figures come from one run on a shared machine: compare medians and ratios, not absolutes.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("CI", "true")  # OpenVINO telemetry off, here and in the server (it inherits the environment)
+
+from chorus_tools.bench.engine_level import engine_phase  # noqa: E402
+from chorus_tools.bench.figures import load_peers, machine, targets, to_json  # noqa: E402
+from chorus_tools.bench.kv import kv_analysis  # noqa: E402
+from chorus_tools.bench.phases import run_servers  # noqa: E402
+from chorus_tools.bench.plan import BENCH_SEED, log, make_plan  # noqa: E402
+from chorus_tools.bench.report import write_report  # noqa: E402
+from chorus_tools.bench.workloads import ClientSettings, burst_specs  # noqa: E402
+from chorus_tools.models import preset_model  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# ---- the model ------------------------------------------------------------------------------------------------------
+
+def model_dir(args) -> Path:
+    from service.export.builtin import resolve_model
+
+    if args.model:
+        return Path(args.model).expanduser().resolve()
+    if args.quick:
+        return resolve_model("builtin:tiny")
+    cache = Path(args.cache).expanduser().resolve()
+    if not (cache / args.preset / "chorus.json").exists():
+        log(f"building the {args.preset} preset into {cache / args.preset} (once; random weights at real dimensions)")
+    base = preset_model(cache, args.preset)
+    if args.weights == "f16":
+        return base
+    compressed = cache / f"{args.preset}-{args.weights}"
+    if not (compressed / "chorus.json").exists():
+        from service.export.compress import compress_model_dir
+
+        log(f"compressing {base} to {args.weights} weights into {compressed} (once)")
+        staging = compressed.with_name(compressed.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.copytree(base, staging)
+        compress_model_dir(staging, args.weights)
+        staging.rename(compressed)
+    return compressed
+
+# ---- main ------------------------------------------------------------------------------------------------------------
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="builtin:tiny, a couple of rooms, seconds (CI)")
+    p.add_argument("--model", help="an existing model directory (overrides --preset)")
+    p.add_argument("--preset", default="0.6b", choices=["0.6b", "1.7b"])
+    p.add_argument("--weights", default="f16", choices=["f16", "int8", "int4"],
+                   help="weights of the preset (int8/int4: compressed once with NNCF into the cache)")
+    p.add_argument("--cache", default=str(REPO / "models"), help="where presets are built once and reused")
+    p.add_argument("--out", default="bench-report", help="folder for report.md, report.json and the plots")
+    p.add_argument("--peers", help="JSON file of peer results to compare against")
+    p.add_argument("--rooms", help="rooms of the continuous burst sweep (default 1,2,4,8,16; quick 1,2)")
+    p.add_argument("--static-rooms", help="rooms of the static-batching sweep (default 1,4,8)")
+    p.add_argument("--serial-rooms", help="rooms of the max_batch 1 sweep (default 1,4)")
+    p.add_argument("--poisson-requests", type=int, help="requests of the Poisson run (default 10; quick 4)")
+    p.add_argument("--rate", type=float, help="Poisson mean arrivals per second (default: --load x measured capacity)")
+    p.add_argument("--load", type=float, default=0.7, help="Poisson load as a fraction of the measured capacity")
+    p.add_argument("--readers", type=int, help="rooms reading long texts against the announcement (default 7)")
+    p.add_argument("--probes", type=int, help="announcements alone and under contention (default 3)")
+    p.add_argument("--readout-words", type=int, default=200, help="least words of a read-out")
+    p.add_argument("--mode", default="ha", choices=["ha", "stream", "oneshot"],
+                   help="ha: assistant replies streamed, the rest one-shot (as Home Assistant sends them)")
+    p.add_argument("--full-readouts", action="store_true", help="run read-outs to their end instead of cutting them")
+    p.add_argument("--engine-batches", help="batch sizes of the engine-level stage timings (default 1,8,16)")
+    p.add_argument("--engine-steps", type=int, help="steps per engine-level measurement (default 8; quick 4)")
+    p.add_argument("--context", type=int, help="prompt rows per request at engine level (default 128; quick 32)")
+    p.add_argument("--timeout", type=float, help="seconds per request before it counts as failed")
+    p.add_argument("--start-timeout", type=float, help="seconds for a server to load and compile")
+    p.add_argument("--skip-engine", action="store_true", help="leave out the engine-level measurements")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    started = time.monotonic()
+    plan = make_plan(args)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    peers = load_peers(args.peers)  # read first: a bad file must not cost a whole run
+    directory = model_dir(args)
+    header = machine(directory, "u8")
+    log(f"model {directory} ({header['weights']} weights), {header['cpu']}, ISA {' '.join(header['isa'])}")
+    client = ClientSettings(timeout=plan.timeout, cut_readouts=not plan.full_readouts)
+    scratch = Path(tempfile.mkdtemp(prefix="chorus-bench-"))
+    phases = asyncio.run(run_servers(directory, plan, scratch, client))
+    engine: dict = {}
+    if not args.skip_engine:
+        texts = [t for n in ("continuous", "static") for t in phases.get(n, {}).get("texts", [])]
+        if not texts:  # no server ran: the workloads the run would have sent
+            texts = [(s.kind, s.text) for n in plan.rooms for s in burst_specs(n, BENCH_SEED, plan.mode,
+                                                                              plan.readout_words)]
+        try:
+            engine = engine_phase(directory, plan, texts, set(header["isa_flags"]))
+        except Exception as error:  # noqa: BLE001  (the server figures are still worth a report)
+            engine = {"error": f"{type(error).__name__}: {error}"}
+            log(f"engine level failed: {engine['error']}")
+    pool = next((s.extra["server"].get("kv_blocks_total") for p in phases.values() for s in p.get("scenarios", [])
+                 if s.extra.get("server", {}).get("kv_blocks_total")), None)
+    kv = kv_analysis(engine, pool) if engine and not engine.get("error") else {}
+    elapsed = time.monotonic() - started
+    report = write_report(out, header, plan, phases, engine, kv, peers, elapsed, args)
+    (out / "report.json").write_text(json.dumps({
+        "header": header, "plan": plan.__dict__, "phases": to_json(phases), "engine": engine, "kv": kv,
+        "targets": targets(phases, engine, kv), "peers": peers, "elapsed_s": elapsed}, indent=1, default=str))
+    log(f"wrote {report} (+ report.json, plots) in {elapsed:.0f} s")
+    failed = [n for n, p in phases.items() if p.get("error")] + (["engine"] if engine.get("error") else [])
+    if failed:
+        log(f"phases that failed: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

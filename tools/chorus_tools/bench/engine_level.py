@@ -1,0 +1,149 @@
+"""tools/bench.py in this process, after the servers are gone: step time by stage on a real runner, the KV tokens each
+reply of the run needs (from the server's own sentence splitter and RequestBuilder), codec cost, KV bytes per
+token."""
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+from pathlib import Path
+
+from chorus_tools.bench.plan import BENCH_SEED, Plan, log
+
+
+class TimedNative:
+    """Wraps the compiled runner: the seconds spent inside its step() (the GIL is released there)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.seconds = 0.0
+
+    def step(self, *args):
+        started = time.perf_counter()
+        try:
+            return self.inner.step(*args)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def stage_timings(runner, batch: int, context: int, steps: int) -> dict:
+    """Medians over `steps` real decode steps of `batch` requests: talker alone (native time of a step that re-runs
+    each request's last row and emits nothing), the whole native frame, and the host's part of a step: schedule(),
+    update() and the runner's Python wrapper (the step's wall time minus the native runner's time)."""
+    from chorus_tools.engine_bench import start_batch
+    from service.engine.scheduler import ScheduledEntry
+    from service.engine.sequence import FinishReason
+
+    native = TimedNative(runner._native)
+    runner._native = native
+    try:
+        scheduler, seqs = start_batch(runner, batch, context, frame_cap=2 * steps + 8)
+
+        def talker_only() -> float:
+            # A random model may say eos now and then: a finished request holds no blocks, so it is left out.
+            before = native.seconds
+            runner.step([ScheduledEntry(s, s.num_computed - 1, 1, False) for s in scheduler.running])
+            return native.seconds - before
+
+        def frame() -> dict:
+            before = native.seconds
+            t0 = time.perf_counter()
+            entries = scheduler.schedule()
+            t1 = time.perf_counter()
+            output = runner.step(entries)
+            t2 = time.perf_counter()
+            scheduler.update(entries, output)
+            t3 = time.perf_counter()
+            inside = native.seconds - before
+            return {"wall": t3 - t0, "native": inside, "schedule": t1 - t0, "wrapper": t2 - t1 - inside,
+                    "update": t3 - t2, "batch": len(entries)}
+
+        talker_only()  # warm-up of this batch shape
+        talker = statistics.median(talker_only() for _ in range(steps))
+        frame()
+        frames = [frame() for _ in range(steps)]
+        scheduler.finish_requests([s.id for s in seqs], FinishReason.ABORTED)
+        ran = statistics.median(f["batch"] for f in frames)
+    finally:
+        runner._native = native.inner
+
+    def med(key: str) -> float:
+        return statistics.median(f[key] for f in frames) * 1000
+
+    host = statistics.median((f["wall"] - f["native"]) for f in frames) * 1000
+    return {"batch": batch, "batch_ran": ran, "talker_ms": talker * 1000, "native_frame_ms": med("native"),
+            "code_predictor_sampling_ms": med("native") - talker * 1000, "step_ms": med("wall"), "host_ms": host,
+            "schedule_ms": med("schedule"), "update_ms": med("update"), "wrapper_ms": med("wrapper"),
+            "host_share": host / med("wall"), "frames_per_s": ran * 1000 / med("wall")}
+
+
+def kv_tokens(directory: Path, texts: list[tuple[str, str]]) -> list[dict]:
+    """The KV rows each reply's sentences need at their last frame (prompt rows + frames - 1), built by the server's own
+    sentence splitter and RequestBuilder with the benchmark's settings."""
+    from service.config import EngineSettings
+    from service.frontend.requests import RequestBuilder
+    from service.modeldir.manifest import ModelDir
+    from service.wyoming.sentences import StreamingSentences
+
+    builder = RequestBuilder(ModelDir(directory), EngineSettings(benchmark_frames_per_word=5, seed=BENCH_SEED))
+    replies, seen = [], set()
+    for kind, text in texts:
+        if text in seen:
+            continue
+        seen.add(text)
+        splitter = StreamingSentences()
+        sentences = splitter.add(text)
+        if (rest := splitter.finish()) is not None:
+            sentences.append(rest)
+        seqs = [builder.build(s) for s in sentences]
+        replies.append({"kind": kind, "sentences": [{"prompt_rows": q.num_prompt_rows, "frames": q.frame_cap,
+                                                     "tokens": q.max_rows} for q in seqs]})
+    return replies
+
+
+def engine_phase(directory: Path, plan: Plan, texts: list[tuple[str, str]], isa_flags: set[str]) -> dict:
+    from chorus_tools.engine_bench import bench_codec, kv_bytes_per_token
+    from service.engine.runner import PagedRunner, RunnerOptions
+    from service.errors import SetupError
+    from service.modeldir.manifest import ModelDir
+
+    out: dict = {"skipped": {}}
+    log("engine level: token counts of every reply in the run")
+    out["replies"] = kv_tokens(directory, texts)
+    gc.collect()
+    model = ModelDir(directory)
+    runner = PagedRunner(model, RunnerOptions(device="CPU", kv_precision="u8", kv_cache_bytes=512 << 20))
+    out["block_size"] = runner.block_size
+    out["kv_bytes_per_token"] = {"u8": runner.bytes_per_block / runner.block_size}
+    out["stages"] = []
+    for batch in plan.engine_batches:
+        log(f"engine level: stage timings at batch {batch} (u8 KV)")
+        try:
+            out["stages"].append(stage_timings(runner, batch, plan.context, plan.engine_steps))
+        except Exception as error:  # noqa: BLE001  (one batch size that fails leaves the others)
+            out["skipped"][f"stages at batch {batch}"] = f"{type(error).__name__}: {error}"
+            log(f"  failed: {out['skipped'][f'stages at batch {batch}']}")
+    del runner
+    gc.collect()
+    log("engine level: batch 8 with f16 KV")
+    try:
+        runner = PagedRunner(model, RunnerOptions(device="CPU", kv_precision="f16", kv_cache_bytes=512 << 20))
+        out["kv_bytes_per_token"]["f16"] = runner.bytes_per_block / runner.block_size
+        out["f16_batch8"] = stage_timings(runner, 8, plan.context, plan.engine_steps)
+        del runner
+    except Exception as error:  # noqa: BLE001  (SetupError: a CPU without f16 KV; anything else: noted, not fatal)
+        out["skipped"]["f16"] = f"{type(error).__name__}: {error}"
+    gc.collect()
+    if "avx512_bf16" in isa_flags or "amx_bf16" in isa_flags:
+        try:
+            out["kv_bytes_per_token"]["bf16"] = kv_bytes_per_token(directory, "bf16")
+        except SetupError as error:
+            out["skipped"]["bf16"] = str(error)
+    else:
+        out["skipped"]["bf16"] = "no bf16 on this CPU"
+    log("engine level: codec decoder")
+    out["codec_ms_per_audio_s"] = bench_codec(directory, 28 if plan.engine_steps <= 4 else 52, "")
+    return out

@@ -1,0 +1,108 @@
+"""tools/bench.py's figures from a run: the machine, the targets met, rooms held in real time, the peers' file, and
+the report's number formatting."""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+from pathlib import Path
+
+from chorus_tools.bench.workloads import Scenario
+
+
+def fmt(value, digits: int = 2, unit: str = "") -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}{unit}"
+    return f"{value}{unit}"
+
+
+def machine(directory: Path, kv: str) -> dict:
+    import openvino
+
+    from service.engine.device import cpu_facts
+    from service.modeldir.manifest import ModelDir
+
+    text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    flags_line = re.search(r"^flags\s*:(.*)$", text, re.MULTILINE)
+    flags = set(flags_line.group(1).split()) if flags_line else set()
+    name = re.search(r"^model name\s*:\s*(.*)$", text, re.MULTILINE)
+    manifest = ModelDir(directory).manifest
+    try:
+        inference = cpu_facts().inference_precision("")
+    except Exception:  # noqa: BLE001  (a header detail, not a reason to fail)
+        inference = "device default"
+    return {
+        "isa": [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8") if f in flags],
+        "isa_flags": sorted(flags & {"avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8"}),
+        "cpu": name.group(1).strip() if name else "unknown", "cores": os.cpu_count(),
+        "model": f"{manifest.name} ({manifest.model_type})", "model_dir": str(directory),
+        "random_weights": manifest.random_weights, "weights": manifest.weights, "kv_precision": kv,
+        "inference_precision": inference, "openvino": openvino.get_version(),
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+    }
+
+
+def ratio(a, b):
+    return a / b if a is not None and b not in (None, 0) else None
+
+
+def targets(phases: dict, engine: dict, kv: dict) -> list[dict]:
+    cont, stat = phases.get("continuous", {}), phases.get("static", {})
+    sweep = {r["rooms"]: r for r in cont.get("sweep", [])}
+    c = cont.get("contention", {})
+    pool = kv.get("at_pool", {}).get("held", {})
+    bpt = engine.get("kv_bytes_per_token", {})
+    at16 = next((s for s in engine.get("stages", []) if s["batch"] == 16), None)
+    rows = [
+        ("p95 time to first audio, continuous vs static (mixed, Poisson arrivals)",
+         ratio(cont.get("poisson", {}).get("ttfa_p95_s"), stat.get("poisson", {}).get("ttfa_p95_s")), "<=", 0.5, "x"),
+        ("p95 time to first audio, 8 rooms vs 1 room (mixed burst, continuous)",
+         ratio(sweep.get(8, {}).get("ttfa_p95_s"), sweep.get(1, {}).get("ttfa_p95_s")), "<=", 2.0, "x"),
+        (f"announcement's time to first audio while {c.get('readers', 7)} rooms read long texts vs alone (medians)",
+         ratio(c.get("busy_median_s"), c.get("alone_median_s")), "<=", 1.5, "x"),
+        ("rooms held at the server's KV pool, paged vs 1024-token buckets",
+         ratio(pool.get("paged"), pool.get("bucket 1024")), ">=", 2.5, "x"),
+        ("KV bytes per token, u8 vs f16", ratio(bpt.get("u8"), bpt.get("f16")), "<=", 0.6, "x"),
+        ("scheduler host overhead per step at batch 16 (host ms / step ms)",
+         at16["host_share"] if at16 else None, "<=", 0.05, "%"),
+    ]
+    out = []
+    for name, value, op, goal, unit in rows:
+        met = None if value is None else (value <= goal if op == "<=" else value >= goal)
+        out.append({"measure": name, "value": value, "target": f"{op} {goal:.0%}" if unit == "%" else f"{op} {goal:g}x",
+                    "unit": unit, "met": met})
+    return out
+
+
+def realtime_rooms(sweep: list[dict], scenarios: list[Scenario]) -> int:
+    """The largest N of the mixed burst at which every request's RTF was below 1 (cut read-outs: over the part they
+    ran) with no error: every room heard its reply at least as fast as it plays."""
+    best = 0
+    by_name = {s.name: s for s in scenarios}
+    for r in sweep:
+        scenario = by_name.get(f"continuous burst {r['rooms']}")
+        if scenario is None or r["errors"]:
+            continue
+        rtfs = [o.rtf for o in scenario.outcomes if o.rtf is not None]
+        if rtfs and len(rtfs) == len(scenario.outcomes) and max(rtfs) < 1:
+            best = max(best, r["rooms"])
+    return best
+
+
+def load_peers(path: str | None) -> list[dict]:
+    if not path:
+        return []
+    raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    if isinstance(raw, dict) and isinstance(raw.get("peers"), list):  # tools/bench_peers.py --json
+        raw = raw["peers"]
+    elif isinstance(raw, dict):
+        raw = [raw] if "name" in raw else [{"name": k, **v} for k, v in raw.items() if isinstance(v, dict)]
+    return [p for p in raw if isinstance(p, dict)]
+
+
+def to_json(phases: dict) -> dict:
+    return {n: {k: ([s.to_json() for s in v] if k == "scenarios" else v) for k, v in p.items() if k != "texts"}
+            for n, p in phases.items()}

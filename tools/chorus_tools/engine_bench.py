@@ -1,0 +1,83 @@
+"""The engine benchmarks' measurements, shared by tools/bench_engine.py, bench_floor.py and bench.py: B requests
+started and prefilled on a real runner, decode steps timed (talker alone, whole frame), the codec decoder's cost per
+audio second, KV bytes per token."""
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+from service.engine.blocks import BlockManager
+from service.engine.runner import PagedRunner, RunnerOptions
+from service.engine.scheduler import ScheduledEntry, Scheduler
+from service.engine.sequence import FinishReason, SamplingParams, Sequence
+from service.engine.streaming_codec import StreamingCodecDecoder
+from service.modeldir.manifest import ModelDir
+
+
+def start_batch(runner: PagedRunner, batch: int, context: int, frame_cap: int) -> tuple[Scheduler, list[Sequence]]:
+    blocks = BlockManager(runner.num_blocks, runner.block_size)
+    scheduler = Scheduler(blocks, max_running=batch, max_waiting=batch, token_budget=max(batch, 512))
+    rng = np.random.default_rng(0)
+    seqs = []
+    for i in range(batch):
+        prompt = rng.normal(0, 0.05, (context, runner.hidden_size)).astype(np.float32)
+        pad = np.zeros(runner.hidden_size, np.float32)
+        seq = Sequence(i, prompt, np.zeros((0, runner.hidden_size), np.float32), pad, frame_cap,
+                       SamplingParams(seed=i))
+        scheduler.add(seq)
+        seqs.append(seq)
+    while any(s.num_computed < s.num_rows - 1 or not s.frames for s in seqs):  # prefill, until all decode
+        entries = scheduler.schedule()
+        scheduler.update(entries, runner.step(entries))
+    return scheduler, seqs
+
+
+def time_steps(run, steps: int) -> float:
+    samples = []
+    for _ in range(steps):
+        started = time.perf_counter()
+        run()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples) * 1000
+
+
+def bench_batch(runner: PagedRunner, batch: int, context: int, steps: int) -> dict:
+    scheduler, seqs = start_batch(runner, batch, context, frame_cap=steps * 2 + 8)
+
+    def talker_only():
+        runner.step([ScheduledEntry(s, s.num_computed - 1, 1, False) for s in seqs])
+
+    def frame():
+        entries = scheduler.schedule()
+        scheduler.update(entries, runner.step(entries))
+
+    talker_only()  # warm-up of this batch shape
+    talker_ms = time_steps(talker_only, steps)
+    frame()
+    frame_ms = time_steps(frame, steps)
+    scheduler.finish_requests([s.id for s in seqs], FinishReason.ABORTED)
+    return {"batch": batch, "talker_ms": talker_ms, "frame_ms": frame_ms, "frames_per_s": batch * 1000 / frame_ms}
+
+
+def bench_codec(directory: Path, frames: int, precision: str) -> float:
+    """Milliseconds of decoder compute per second of audio, streamed as the engine streams it (first 4 frames,
+    then 12 at a time)."""
+    decoder = StreamingCodecDecoder(directory / "codec_decoder.xml", precision)
+    codes = np.random.default_rng(0).integers(0, 2048, (frames, 16), dtype=np.int64)
+    decoder.push(decoder.new_stream(), codes[:4])  # warm-up
+
+    def stream():
+        state = decoder.new_stream()
+        for start in [0, *range(4, frames, 12)]:
+            decoder.push(state, codes[start:4 if start == 0 else start + 12])
+
+    return time_steps(stream, 3) / (frames * 0.08)
+
+
+def kv_bytes_per_token(directory: Path, precision: str) -> float:
+    """Raises SetupError where the CPU cannot keep such a cache (bf16 on an AVX2 CPU)."""
+    runner = PagedRunner(ModelDir(directory), RunnerOptions(device="CPU", kv_precision=precision, num_blocks=4))
+    return runner.bytes_per_block / runner.block_size

@@ -1,0 +1,1 @@
+"""tools/bench_peers.py's parts: the shared random checkpoint (`checkpoint`) and the measurements (`measure`)."""
