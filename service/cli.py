@@ -65,7 +65,7 @@ class Service:
             raise
         if metrics_socket is not None:
             # Its own thread: the serving loop does no metrics work, and a stuck serving loop does not mute the probe.
-            self.metrics_server = MetricsServer(self.metrics, lambda: self.engine.core.alive, metrics_socket)
+            self.metrics_server = MetricsServer(self.metrics, lambda: self.engine.stats().alive, metrics_socket)
             self.metrics_server.start()
         self.server = ChorusServer(
             self.engine, wyoming_socket,

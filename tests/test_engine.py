@@ -66,7 +66,7 @@ async def test_six_staggered_requests_complete_and_the_pool_refills(engine):
     await asyncio.sleep(0.1)
     stats = engine.stats()
     assert stats.blocks_used == 0 and stats.running == 0 and stats.waiting == 0
-    engine.scheduler.check_integrity()
+    engine.core.check_integrity()
 
 
 async def test_a_late_request_joins_the_running_batch(engine):
@@ -117,7 +117,7 @@ async def test_preemption_recomputes_without_delivering_a_frame_twice():
         for pcm, codes, _, _ in results:
             assert len(pcm) == len(codes) * SAMPLES_PER_FRAME * 2 and codes
         assert engine.stats().blocks_used == 0
-        engine.scheduler.check_integrity()
+        engine.core.check_integrity()
     finally:
         engine.stop()
 
@@ -268,10 +268,10 @@ async def test_streams_waiting_for_text_leave_the_batch_to_a_one_shot_request():
     try:
         streams = [asyncio.create_task(held_open(engine, EIGHT_WORDS, more, language="en")) for _ in range(2)]
         for _ in range(3000):
-            if len(engine.scheduler.awaiting_text) == 2:
+            if engine.stats().awaiting_text == 2:
                 break
             await asyncio.sleep(0.01)
-        assert len(engine.scheduler.awaiting_text) == 2
+        assert engine.stats().awaiting_text == 2
         pcm, codes, _, _ = await asyncio.wait_for(collect(engine, "Hi."), 60)
         assert codes and len(pcm) == len(codes) * SAMPLES_PER_FRAME * 2
         assert engine.stats().running == 0  # the streams hold their blocks, not batch places
@@ -279,7 +279,7 @@ async def test_streams_waiting_for_text_leave_the_batch_to_a_one_shot_request():
         assert all(size > 0 for size in await asyncio.wait_for(asyncio.gather(*streams), 60))
         assert engine.metrics.preemptions_total._value.get() == 0  # the streams kept their blocks: room enough
         assert engine.stats().blocks_used == 0
-        engine.scheduler.check_integrity()
+        engine.core.check_integrity()
     finally:
         more.set()
         engine.stop()
@@ -303,7 +303,7 @@ async def test_a_stream_fed_beyond_the_pool_fails_at_once_and_others_go_on():
         assert codes
         assert engine.metrics.sentences_total.labels(status="error")._value.get() == 1
         assert engine.stats().blocks_used == 0
-        engine.scheduler.check_integrity()
+        engine.core.check_integrity()
     finally:
         more.set()
         engine.stop()

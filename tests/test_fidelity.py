@@ -589,7 +589,7 @@ def test_icl_prefix_cache_reuses_the_clip_rows_and_changes_no_code(base, tmp_pat
         engine.start()
         try:
             codes = [synthesize(engine, Case("base", text, "anna"))[0] for text in texts]
-            return codes, engine.blocks.rows_reused, engine.blocks.block_size
+            return codes, engine.stats().rows_reused, engine.core.runner.block_size
         finally:
             engine.stop()
 

@@ -11,7 +11,8 @@ import dataclasses
 from collections.abc import AsyncGenerator
 
 from service.config import EngineSettings, VoicesSettings
-from service.engine.core import EngineCore, EngineStats
+from service.engine.core import EngineCore
+from service.engine.stats import EngineStats
 from service.export.builtin import resolve_model
 from service.frontend.requests import RequestBuilder
 from service.frontend.voices import VoiceInfo
@@ -37,9 +38,6 @@ class Speech:
         self.front_end = FrontEnd(self.requests, self.core)
         self.metrics = self.core.metrics
         self.sample_rate = self.core.sample_rate
-        # What tests and benchmarks inspect between steps (read only on the engine thread while it runs).
-        self.scheduler = self.core.scheduler
-        self.blocks = self.core.blocks
         self._sharing = Sharing(REPLAY_SECONDS * self.sample_rate * 2, self.metrics.shared_requests_total.inc)
 
     def start(self) -> None:
@@ -56,6 +54,7 @@ class Speech:
         return self.core.alive and self.front_end.alive
 
     def stats(self) -> EngineStats:
+        """The engine's last published snapshot, alive as of now (the front-end thread too)."""
         return dataclasses.replace(self.core.stats(), alive=self.alive)
 
     def summary(self) -> list[str]:
