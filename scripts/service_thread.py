@@ -35,7 +35,7 @@ class ServiceThread:
         self._thread = threading.Thread(target=asyncio.run, args=(self._main(),), name="script-service", daemon=True)
 
     async def _main(self) -> None:
-        from service.cli import Service  # OpenVINO is imported only when a server is needed
+        from service.app import Service  # OpenVINO is imported only when a server is needed
 
         self._loop = asyncio.get_running_loop()
         if self._exception_handler is not None:

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from service.cli import Service
+from service.app import Service
 from service.config import EngineSettings, MetricsSettings, ServerSettings, Settings, ZeroconfSettings
 
 

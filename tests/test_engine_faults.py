@@ -15,17 +15,19 @@ import time
 
 import pytest
 
+from service.app import model_dir
 from service.config import EngineSettings
 from service.errors import RequestFailed
 from service.speech.api import Handle, Request
 from service.speech.speech import Speech
 
+TINY = model_dir(EngineSettings())  # the built-in tiny model, resolved once
 LONG = "This reply goes on for a while, long enough to be running when something breaks inside the engine."
 TIMEOUT = 30
 
 
 def new_engine() -> Speech:
-    engine = Speech(EngineSettings(seed=3, random_model_frames=1500))
+    engine = Speech(TINY, EngineSettings(seed=3, random_model_frames=1500))
     engine.start()
     return engine
 
@@ -141,14 +143,14 @@ def test_a_dead_engine_fails_health_and_the_server_exits_non_zero(monkeypatch):
     import urllib.error
     import urllib.request
 
-    import service.cli as cli
+    import service.app as app
     from service.config import MetricsSettings, ServerSettings, Settings, ZeroconfSettings
 
     from conftest import free_port
 
     seen: dict[str, int] = {}
 
-    class EngineDiesAfterStart(cli.Service):
+    class EngineDiesAfterStart(app.Service):
         async def start(self) -> None:
             await super().start()
 
@@ -164,10 +166,10 @@ def test_a_dead_engine_fails_health_and_the_server_exits_non_zero(monkeypatch):
                 seen["health"] = error.code
             await super().stop()
 
-    monkeypatch.setattr(cli, "Service", EngineDiesAfterStart)
+    monkeypatch.setattr(app, "Service", EngineDiesAfterStart)
     settings = Settings(server=ServerSettings(uri=f"tcp://127.0.0.1:{free_port()}", shutdown_timeout=2.0),
                         zeroconf=ZeroconfSettings(enabled=False),
                         engine=EngineSettings(), metrics=MetricsSettings(address="127.0.0.1", port=0))
-    code = asyncio.run(asyncio.wait_for(cli.serve(settings), 120))
+    code = asyncio.run(asyncio.wait_for(app.serve(settings), 120))
     assert code == 1
     assert seen["health"] == 503

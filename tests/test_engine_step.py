@@ -8,10 +8,10 @@ import threading
 
 import pytest
 
+from service.app import model_dir
 from service.config import EngineSettings
 from service.engine.core import EngineCore
 from service.engine.scheduler import Scheduler
-from service.export.builtin import resolve_model
 from service.frontend.requests import RequestBuilder
 from service.modeldir.manifest import ModelDir
 from service.speech.speech import Speech
@@ -21,7 +21,7 @@ SETTINGS = EngineSettings(max_batch=2, random_model_frames=20)
 
 @pytest.fixture(scope="module")
 def model() -> ModelDir:
-    return ModelDir(resolve_model("builtin:tiny"))
+    return model_dir(SETTINGS)
 
 
 def test_the_caller_steps_an_engine_it_has_not_started(model):
@@ -62,7 +62,7 @@ def test_the_stats_are_a_frozen_snapshot_replaced_after_each_step(model):
         after.running = 0  # type: ignore[misc]
 
 
-def test_check_integrity_runs_on_the_engine_thread_while_it_runs(monkeypatch):
+def test_check_integrity_runs_on_the_engine_thread_while_it_runs(model, monkeypatch):
     checked_on: list[str] = []
     real_check = Scheduler.check_integrity
 
@@ -71,7 +71,7 @@ def test_check_integrity_runs_on_the_engine_thread_while_it_runs(monkeypatch):
         real_check(scheduler)
 
     monkeypatch.setattr(Scheduler, "check_integrity", recording_check)
-    engine = Speech(SETTINGS)
+    engine = Speech(model, SETTINGS)
     engine.start()
     try:
         assert engine.stats().alive

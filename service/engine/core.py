@@ -1,14 +1,11 @@
-"""The engine core: one thread that steps (take messages, schedule, runner.step, update) and a codec thread that turns
-frames into PCM. It takes ready-made Sequences (the front-end thread builds them) and reads add, feed, promote,
-abort, stop, check-integrity.
+"""The engine core: one thread that steps (messages, schedule, runner.step, update) and a codec thread that turns
+frames into PCM, over ready-made Sequences (the front-end thread builds them).
 
-Requests cross into the engine thread as typed messages (engine.messages) that it reads at every step boundary, so
-the scheduler, the block manager and the sinks are only ever touched by one thread and need no locks of their own;
-what other threads may know of them is the `EngineStats` snapshot that thread publishes (engine.stats). Each
-request's audio leaves through its sink (an AudioSink: the request's handle), which the codec thread feeds.
-
-`step()` is public (nano-vllm's `LLMEngine.step`): the engine thread is a loop around it, and before `start()` the
-caller may step the engine itself, from one thread: the warm-up does, and so do the engine benchmarks.
+Other threads reach the engine only through typed messages (engine.messages) read at step boundaries, so the
+scheduler, the block manager and the sinks have one owner and need no locks; what others see of them is the frozen
+`EngineStats` that owner publishes (engine.stats). Each request's audio leaves through its sink (its handle), which
+the codec thread feeds. `step()` is public (nano-vllm's `LLMEngine.step`): the engine thread is a loop around it,
+and before `start()` the caller may step the engine itself, from one thread (the warm-up, the engine benchmarks).
 """
 from __future__ import annotations
 
@@ -24,7 +21,6 @@ import numpy as np
 from service.config import EngineSettings
 from service.engine.audio_output import AudioSink, CodecWorker
 from service.engine.blocks import BlockManager
-from service.engine.device import cpu_facts
 from service.engine.messages import Abort, Add, CheckIntegrity, CodecFailed, FeedText, Message, Promote, Stop
 from service.engine.runner import PagedRunner, RunnerOptions
 from service.engine.scheduler import ScheduledEntry, Scheduler
@@ -56,16 +52,10 @@ class EngineCore:
         self.settings = settings
         self.metrics = metrics or Metrics()
         self.model = model
-        self.runner = runner or PagedRunner(
-            model,
-            RunnerOptions(
-                device=settings.device,
-                kv_precision=settings.kv_precision,
-                inference_precision=settings.inference_precision,
-                num_blocks=settings.max_cache_blocks,
-                kv_cache_bytes=settings.kv_cache_mb << 20,
-            ),
-        )
+        self.runner = runner or PagedRunner(model, RunnerOptions(
+            device=settings.device, kv_precision=settings.kv_precision,
+            inference_precision=settings.inference_precision, num_blocks=settings.max_cache_blocks,
+            kv_cache_bytes=settings.kv_cache_mb << 20))
         self.sample_rate = model.manifest.sample_rate
         self.codec = CodecWorker(model, settings.inference_precision, on_failure=self._codec_failed)
         # Owned by whoever steps (the engine thread once started): the scheduler and its block pool, the sink of
@@ -89,25 +79,6 @@ class EngineCore:
         self._thread = threading.Thread(target=self._run, name="chorus-engine", daemon=True)
         self._stats = self._snapshot()
         self.metrics.kv_blocks_total.set(self.runner.num_blocks)
-
-    def summary(self) -> list[str]:
-        """What is being served, for the start-up log: the model, the device and its precision, the KV pool."""
-        manifest = self.model.manifest
-        random_note = ": RANDOM weights, its voices make noise, not speech" if manifest.random_weights else ""
-        device = self.runner.device
-        if device == "CPU":
-            facts = cpu_facts()
-            device = f"CPU ({facts.isa}), inference {facts.inference_precision(self.settings.inference_precision)}"
-        blocks, block = self.runner.num_blocks, self.runner.block_size
-        # A typical reply: the prompt (~30 rows) and 10 s of speech at 12.5 frames per second.
-        per_room = -(-(30 + 125) // block)
-        return [
-            f"model {manifest.name} ({manifest.model_type}, {manifest.weights} weights) "
-            f"from {self.model.path}{random_note}",
-            f"device {device}, KV cache {self.runner.kv_precision}: {blocks} blocks of {block} tokens "
-            f"({blocks * block} tokens, {blocks * self.runner.bytes_per_block / 2**20:.0f} MiB), "
-            f"room for {blocks // per_room} replies of 10 s at once ({self.settings.max_batch} run in one batch)",
-        ]
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
     def start(self, warm_up: Sequence) -> None:
@@ -219,19 +190,10 @@ class EngineCore:
                           tuple(seq.id for seq in result.finished), seconds, runner_seconds)
 
     def _snapshot(self) -> EngineStats:
-        blocks = self._scheduler.blocks
-        return EngineStats(
-            blocks_total=blocks.num_blocks,
-            blocks_used=blocks.num_used,
-            blocks_cached=blocks.num_cached,
-            running=len(self._scheduler.running),
-            waiting=len(self._scheduler.waiting),
-            awaiting_text=len(self._scheduler.awaiting_text),
-            rows_reused=blocks.rows_reused,
-            steps=self._steps,
-            frames=self._frames,
-            alive=self.alive,
-        )
+        s, blocks = self._scheduler, self._scheduler.blocks
+        return EngineStats(blocks_total=blocks.num_blocks, blocks_used=blocks.num_used, blocks_cached=blocks.num_cached,
+                           running=len(s.running), waiting=len(s.waiting), awaiting_text=len(s.awaiting_text),
+                           rows_reused=blocks.rows_reused, steps=self._steps, frames=self._frames, alive=self.alive)
 
     # ---- the engine thread -----------------------------------------------------------------------------------
     def _run(self) -> None:
