@@ -1,9 +1,8 @@
-"""Command line: `wyoming-chorus [flags]` serves; `wyoming-chorus synth TEXT -o OUT.wav` speaks one text to a file;
-`wyoming-chorus export CHECKPOINT -o MODEL_DIR` turns a Qwen3-TTS checkpoint into a model directory.
+"""Command line: `wyoming-chorus [flags]` serves (service.app); `wyoming-chorus synth TEXT -o OUT.wav` speaks one
+text to a file; `wyoming-chorus export CHECKPOINT -o MODEL_DIR` turns a Qwen3-TTS checkpoint into a model directory.
 
 Settings come from config.yaml (or --config FILE), then the flags. An invalid configuration prints one line naming
-the key and exits with 2. SIGINT/SIGTERM stop the server gracefully: withdraw the zeroconf advertisement, refuse
-new connections, let running replies finish within server.shutdown_timeout, then exit 0.
+the key and exits with 2; so does a setup error (the model, the device, a port, a path).
 """
 from __future__ import annotations
 
@@ -11,119 +10,18 @@ import argparse
 import asyncio
 import logging
 import os
-import signal
 import sys
 import wave
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
+from service import app
 from service.config import ConfigError, Settings, load_settings
 from service.errors import EngineError, SetupError
 from service.export.hub import HUB_MODELS
-from service.metrics import Metrics
-from service.metrics_http import MetricsServer
-from service.wyoming.connections import ChorusServer
-from service.wyoming.discovery import Advertisement, advertised_address, default_name
 from service.wyoming.info import program_version
-from service.wyoming.listeners import bind_listener
 
-_LOG = logging.getLogger("wyoming-chorus")
 PROG = "wyoming-chorus"
-
-
-class Service:
-    """The whole server: engine, Wyoming server, metrics and zeroconf, started and stopped in order."""
-
-    def __init__(self, settings: Settings):
-        self.settings = settings
-        self.metrics = Metrics()
-        self.engine: Any = None
-        self.server: ChorusServer | None = None
-        self.metrics_server: MetricsServer | None = None
-        self.advertisement: Advertisement | None = None
-
-    async def start(self) -> None:
-        from service.speech.speech import Speech  # imported late: --help and config errors need no OpenVINO
-
-        s = self.settings
-        # Both listeners first: a port that is taken is reported at once, not after the model has loaded.
-        wyoming_socket = bind_listener(s.server.uri, "server.uri", "--uri")
-        metrics_socket = None
-        try:
-            if s.metrics.enabled:
-                host = f"[{s.metrics.address}]" if ":" in s.metrics.address else s.metrics.address
-                metrics_socket = bind_listener(f"tcp://{host}:{s.metrics.port}", "metrics.port", "--metrics-port")
-            # Loading and compiling the model takes seconds; off the loop so signals are still handled meanwhile.
-            self.engine = await asyncio.to_thread(Speech, s.engine, self.metrics, s.voices)
-            await asyncio.to_thread(self.engine.start)  # the warm-up compiles: signals are handled meanwhile
-            for line in self.engine.summary():
-                _LOG.info("%s", line)
-        except BaseException:
-            wyoming_socket.close()
-            if metrics_socket is not None:
-                metrics_socket.close()
-            raise
-        if metrics_socket is not None:
-            # Its own thread: the serving loop does no metrics work, and a stuck serving loop does not mute the probe.
-            self.metrics_server = MetricsServer(self.metrics, lambda: self.engine.core.alive, metrics_socket)
-            self.metrics_server.start()
-        self.server = ChorusServer(
-            self.engine, wyoming_socket,
-            max_text_length=s.engine.max_text_length, samples_per_chunk=s.engine.samples_per_chunk,
-            metrics=self.metrics, limits=s.server,
-        )
-        await self.server.start()
-        _LOG.info("serving Wyoming TTS at %s", s.server.uri)
-        uri = urlparse(s.server.uri)
-        if s.zeroconf.enabled and uri.scheme == "tcp" and uri.hostname and uri.port:  # the config checked both
-            self.advertisement = Advertisement(
-                s.zeroconf.name or default_name(),
-                advertised_address(uri.hostname, s.zeroconf.address),
-                uri.port,
-                s.zeroconf.interfaces,
-            )
-            await self.advertisement.start()
-        elif s.zeroconf.enabled:
-            _LOG.info("zeroconf needs a tcp:// URI; not advertising %s", s.server.uri)
-
-    async def stop(self) -> None:
-        timeout = self.settings.server.shutdown_timeout
-        if self.advertisement is not None:
-            await self.advertisement.stop()
-        if self.server is not None:
-            await self.server.stop(timeout)
-        if self.metrics_server is not None:
-            await asyncio.to_thread(self.metrics_server.stop)
-        if self.engine is not None:
-            await asyncio.to_thread(self.engine.stop, timeout)
-
-
-# How often the server checks that the engine is alive; a dead engine would otherwise answer every room with errors.
-_WATCHDOG_SECONDS = 0.5
-
-
-async def serve(settings: Settings) -> int:
-    """Until SIGINT/SIGTERM (exit code 0), or until the engine dies (1: a supervisor restarts the server, where
-    serving errors for ever would leave a house mute)."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    service = Service(settings)
-    try:
-        await service.start()
-        signalled = asyncio.create_task(stop.wait())
-        while not signalled.done():
-            await asyncio.wait([signalled], timeout=_WATCHDOG_SECONDS)
-            if not signalled.done() and not service.engine.alive:
-                signalled.cancel()
-                _LOG.error("the engine has stopped; exiting so that the server can be restarted")
-                return 1
-        _LOG.info("stopping")
-        return 0
-    finally:
-        await service.stop()
 
 
 # ---- synth -------------------------------------------------------------------------------------------------------
@@ -153,7 +51,7 @@ def synth(settings: Settings, args: argparse.Namespace) -> int:
     _check_writable(args.output, "-o")
     if args.save_codes:
         _check_writable(args.save_codes, "--save-codes")
-    engine = Speech(settings.engine, voices=settings.voices)
+    engine = Speech(app.model_dir(settings.engine), settings.engine, voices=settings.voices)
     engine.start()
     request = Request(args.text, voice=args.voice, speaker=args.speaker, keep_codes=bool(args.save_codes))
     try:
@@ -305,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if is_synth:
             return synth(settings, args)
-        return asyncio.run(serve(settings))
+        return asyncio.run(app.serve(settings))
     except ConfigError as error:  # a voices section that does not fit the model: known once the model is read
         print(f"{PROG}: config error: {error}", file=sys.stderr)
         return 2

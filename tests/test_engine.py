@@ -10,6 +10,7 @@ import numpy as np
 import openvino as ov
 import pytest
 
+from service.app import model_dir
 from service.config import EngineSettings
 from service.engine.blocks import BlockManager
 from service.engine.device import available_devices, cpu_facts, resolve_device
@@ -24,13 +25,14 @@ from service.modeldir.manifest import ModelDir
 from service.speech.api import Request
 from service.speech.speech import Speech
 
+TINY = model_dir(EngineSettings())  # the built-in tiny model, resolved once
 SAMPLES_PER_FRAME = 1920
 LONG = "The washing machine in the basement has finished its cycle and the clothes are ready to be hung up."
 
 
 @pytest.fixture(scope="module")
 def engine():
-    engine = Speech(EngineSettings(max_batch=8, random_model_frames=1500))  # replies long enough to overlap
+    engine = Speech(TINY, EngineSettings(max_batch=8, random_model_frames=1500))  # replies long enough to overlap
     engine.start()
     yield engine
     engine.stop()
@@ -70,7 +72,7 @@ async def test_six_staggered_requests_complete_and_the_pool_refills(engine):
     await asyncio.sleep(0.1)
     stats = engine.stats()
     assert stats.blocks_used == 0 and stats.running == 0 and stats.waiting == 0
-    engine.scheduler.check_integrity()
+    engine.core.check_integrity()
 
 
 async def test_a_late_request_joins_the_running_batch(engine):
@@ -87,7 +89,7 @@ async def test_a_late_request_joins_the_running_batch(engine):
 
 
 async def test_streamed_pcm_equals_one_full_decode():
-    engine = Speech(EngineSettings(inference_precision="f32", kv_precision="f32", greedy=True))
+    engine = Speech(TINY, EngineSettings(inference_precision="f32", kv_precision="f32", greedy=True))
     engine.start()
     try:
         pcm, codes, _, _ = await collect(engine, "Streaming must not change a single sample.")
@@ -111,7 +113,7 @@ async def test_first_audio_leaves_after_four_frames(engine):
 
 async def test_preemption_recomputes_without_delivering_a_frame_twice():
     # 6 blocks of 32 rows: two tiny requests fit while prefilling, not while both grow, so one is preempted
-    engine = Speech(EngineSettings(max_cache_blocks=6, max_batch=4))
+    engine = Speech(TINY, EngineSettings(max_cache_blocks=6, max_batch=4))
     engine.start()
     try:
         results = await asyncio.gather(*(collect(engine, t, seed=i) for i, t in
@@ -121,13 +123,13 @@ async def test_preemption_recomputes_without_delivering_a_frame_twice():
         for pcm, codes, _, _ in results:
             assert len(pcm) == len(codes) * SAMPLES_PER_FRAME * 2 and codes
         assert engine.stats().blocks_used == 0
-        engine.scheduler.check_integrity()
+        engine.core.check_integrity()
     finally:
         engine.stop()
 
 
 async def test_a_request_larger_than_the_pool_fails_alone():
-    engine = Speech(EngineSettings(max_cache_blocks=4, max_frames=100))
+    engine = Speech(TINY, EngineSettings(max_cache_blocks=4, max_frames=100))
     engine.start()
     try:
         huge, small = await asyncio.gather(
@@ -188,13 +190,13 @@ async def test_a_cancel_right_after_open_never_leaves_the_request_running(engine
 
 def test_engine_settings_reach_the_runner():
     # f16 runs on every CPU: as f16 where attention computes in f32 (AVX2), kept as bf16 where it computes in bf16
-    engine = Speech(replace(EngineSettings(), max_cache_blocks=9, kv_precision="f16"))
+    engine = Speech(TINY, replace(EngineSettings(), max_cache_blocks=9, kv_precision="f16"))
     assert engine.stats().blocks_total == 9
     assert engine.core.runner.kv_precision == cpu_facts().kv_caches("")["f16"]
 
 
 def test_the_default_settings_run_a_u8_cache_on_the_device_auto_picks():
-    runner = Speech(replace(EngineSettings(), max_cache_blocks=4)).core.runner
+    runner = Speech(TINY, replace(EngineSettings(), max_cache_blocks=4)).core.runner
     assert runner.kv_precision == "u8" and runner.device == resolve_device("AUTO", available_devices())
 
 
@@ -204,7 +206,7 @@ def test_a_kv_precision_the_cpu_cannot_run_is_one_line_naming_what_it_can(kv):
     if cpu.kv_error(kv, "") is None:
         pytest.skip(f"this CPU ({cpu.isa}) runs {kv} KV caches at its default {cpu.inference_precision('')} inference")
     with pytest.raises(SetupError) as error:
-        Speech(replace(EngineSettings(), device="CPU", kv_precision=kv))
+        Speech(TINY, replace(EngineSettings(), device="CPU", kv_precision=kv))
     message = str(error.value)
     assert message.startswith(f"engine.kv_precision {kv}: this CPU ({cpu.isa}) cannot run")
     runnable = set(re.findall(r"\b(?:u8|f16|bf16|f32)\b", message.split("; it can run ")[1]))
@@ -266,16 +268,16 @@ async def drain(stream) -> int:
 
 async def test_streams_waiting_for_text_leave_the_batch_to_a_one_shot_request():
     # Issue 15: streams that sent some words and then nothing took every batch place; "Hi." got no event at all.
-    engine = Speech(EngineSettings(max_batch=2, seed=1))
+    engine = Speech(TINY, EngineSettings(max_batch=2, seed=1))
     engine.start()
     more = asyncio.Event()
     try:
         streams = [asyncio.create_task(held_open(engine, EIGHT_WORDS, more, language="en")) for _ in range(2)]
         for _ in range(3000):
-            if len(engine.scheduler.awaiting_text) == 2:
+            if engine.stats().awaiting_text == 2:
                 break
             await asyncio.sleep(0.01)
-        assert len(engine.scheduler.awaiting_text) == 2
+        assert engine.stats().awaiting_text == 2
         pcm, codes, _, _ = await asyncio.wait_for(collect(engine, "Hi."), 60)
         assert codes and len(pcm) == len(codes) * SAMPLES_PER_FRAME * 2
         assert engine.stats().running == 0  # the streams hold their blocks, not batch places
@@ -283,7 +285,7 @@ async def test_streams_waiting_for_text_leave_the_batch_to_a_one_shot_request():
         assert all(size > 0 for size in await asyncio.wait_for(asyncio.gather(*streams), 60))
         assert engine.metrics.preemptions_total._value.get() == 0  # the streams kept their blocks: room enough
         assert engine.stats().blocks_used == 0
-        engine.scheduler.check_integrity()
+        engine.core.check_integrity()
     finally:
         more.set()
         engine.stop()
@@ -292,7 +294,7 @@ async def test_streams_waiting_for_text_leave_the_batch_to_a_one_shot_request():
 async def test_a_stream_fed_beyond_the_pool_fails_at_once_and_others_go_on():
     # Issue 15: 8 blocks of 32 rows; fed 120 words (600 frames at 5 per word) it preempted itself for ever, silently,
     # and every other request starved.
-    engine = Speech(EngineSettings(max_cache_blocks=8, benchmark_frames_per_word=5.0, seed=1))
+    engine = Speech(TINY, EngineSettings(max_cache_blocks=8, benchmark_frames_per_word=5.0, seed=1))
     engine.start()
     more = asyncio.Event()
     try:
@@ -307,7 +309,7 @@ async def test_a_stream_fed_beyond_the_pool_fails_at_once_and_others_go_on():
         assert codes
         assert engine.metrics.sentences_total.labels(status="error")._value.get() == 1
         assert engine.stats().blocks_used == 0
-        engine.scheduler.check_integrity()
+        engine.core.check_integrity()
     finally:
         more.set()
         engine.stop()
@@ -316,7 +318,7 @@ async def test_a_stream_fed_beyond_the_pool_fails_at_once_and_others_go_on():
 async def test_a_preemption_made_by_a_schedule_that_runs_nothing_is_counted():
     # Issue 15: a batch of one gives its deferred request up to a needed one in a schedule() with no entries (the
     # needed one joins at the next): chorus_preemptions_total stayed 0.
-    engine = Speech(EngineSettings(max_batch=1, random_model_frames=1500, seed=1))
+    engine = Speech(TINY, EngineSettings(max_batch=1, random_model_frames=1500, seed=1))
     engine.start()
     ahead = engine.open(Request(LONG, deferred=True))
     try:

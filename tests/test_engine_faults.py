@@ -3,7 +3,8 @@ and the engine decides in one place whether it is alive.
 
 - a step that raises fails the requests in it, with an error, and the engine goes on;
 - a codec decoder that raises ends its request through the abort path: no frame more is generated for it;
-- the engine loop dying fails every request it holds or that arrives meanwhile, and makes the server exit non-zero;
+- the engine loop dying (a runner step breaking its contract) fails every request it holds or that arrives
+  meanwhile, and makes the server exit non-zero;
 - stopping with requests in flight ends each of them with an error.
 """
 from __future__ import annotations
@@ -14,17 +15,19 @@ import time
 
 import pytest
 
+from service.app import model_dir
 from service.config import EngineSettings
 from service.errors import RequestFailed
 from service.speech.api import Handle, Request
 from service.speech.speech import Speech
 
+TINY = model_dir(EngineSettings())  # the built-in tiny model, resolved once
 LONG = "This reply goes on for a while, long enough to be running when something breaks inside the engine."
 TIMEOUT = 30
 
 
 def new_engine() -> Speech:
-    engine = Speech(EngineSettings(seed=3, random_model_frames=1500))
+    engine = Speech(TINY, EngineSettings(seed=3, random_model_frames=1500))
     engine.start()
     return engine
 
@@ -42,6 +45,11 @@ async def until(condition, timeout: float = TIMEOUT) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         await asyncio.sleep(0.02)
+
+
+def step_that_breaks_the_loop(*args, **kwargs):
+    """A runner step that returns no StepOutput: the engine loop's own update then raises, as a bug in it would."""
+    return None
 
 
 async def test_a_step_that_raises_fails_its_requests_and_the_engine_goes_on():
@@ -107,10 +115,7 @@ async def test_a_request_arriving_while_the_engine_dies_is_failed_not_left_waiti
 
         monkeypatch.setattr(Handle, "fail", slow_fail)
 
-        def update_that_crashes(*args, **kwargs):
-            raise RuntimeError("injected bug in the loop")
-
-        engine.scheduler.update = update_that_crashes
+        engine.core.runner.step = step_that_breaks_the_loop
         await until(slow.is_set)
         late = asyncio.create_task(drain(engine, "Hello?"))  # arrives while the crash is being handled
         for task in (running, late):
@@ -138,21 +143,19 @@ def test_a_dead_engine_fails_health_and_the_server_exits_non_zero(monkeypatch):
     import urllib.error
     import urllib.request
 
-    import service.cli as cli
+    import service.app as app
     from service.config import MetricsSettings, ServerSettings, Settings, ZeroconfSettings
 
     from helpers import free_port
 
     seen: dict[str, int] = {}
 
-    class EngineDiesAfterStart(cli.Service):
+    class EngineDiesAfterStart(app.Service):
         async def start(self) -> None:
             await super().start()
 
-            def crash(*args, **kwargs):
-                raise RuntimeError("injected bug in the loop")
-
-            self.engine.scheduler.schedule = crash
+            self.engine.core.runner.step = step_that_breaks_the_loop
+            self.engine.open(Request("Hi."))  # the step that runs it crashes the engine loop
 
         async def stop(self) -> None:  # what a probe sees once the server has noticed, before it shuts down
             url = f"http://127.0.0.1:{self.metrics_server.port}/health"
@@ -163,10 +166,10 @@ def test_a_dead_engine_fails_health_and_the_server_exits_non_zero(monkeypatch):
                 seen["health"] = error.code
             await super().stop()
 
-    monkeypatch.setattr(cli, "Service", EngineDiesAfterStart)
+    monkeypatch.setattr(app, "Service", EngineDiesAfterStart)
     settings = Settings(server=ServerSettings(uri=f"tcp://127.0.0.1:{free_port()}", shutdown_timeout=2.0),
                         zeroconf=ZeroconfSettings(enabled=False),
                         engine=EngineSettings(), metrics=MetricsSettings(address="127.0.0.1", port=0))
-    code = asyncio.run(asyncio.wait_for(cli.serve(settings), 120))
+    code = asyncio.run(asyncio.wait_for(app.serve(settings), 120))
     assert code == 1
     assert seen["health"] == 503

@@ -155,7 +155,7 @@ def engines(models):
         settings = EngineSettings(model=str(model.dir), device="CPU", greedy=True, kv_precision="f32",
                                   inference_precision="f32", max_frames=FRAMES)
         voices = VoicesSettings(design=(DesignVoice("calm", INSTRUCT),) if name == "voice_design" else ())
-        started[name] = Speech(settings, voices=voices)
+        started[name] = Speech(ModelDir(model.dir), settings, voices=voices)
         started[name].start()
     yield started
     for engine in started.values():
@@ -458,7 +458,7 @@ def test_clone_greedy_codes_match_reference(base, clip, clone_run):
     settings = EngineSettings(model=str(base.dir), device="CPU", greedy=True, kv_precision="f32",
                               inference_precision="f32", max_frames=FRAMES)
     # No transcript: the clip's speaker embedding only.
-    engine = Speech(settings, voices=VoicesSettings(clone=(CloneVoice("anna", clip),)))
+    engine = Speech(ModelDir(base.dir), settings, voices=VoicesSettings(clone=(CloneVoice("anna", clip),)))
     engine.start()
     try:
         codes, pcm = synthesize(engine, Case("base", CLONE_TEXT, "anna"))
@@ -544,7 +544,8 @@ def test_icl_greedy_codes_and_pcm_match_reference(base, clip, icl_run):
     assert min(run.margins) >= MIN_MARGIN, "a near-tie: choose another seed (see the module doc)"
     settings = EngineSettings(model=str(base.dir), device="CPU", greedy=True, kv_precision="f32",
                               inference_precision="f32", max_frames=FRAMES)
-    engine = Speech(settings, voices=VoicesSettings(clone=(CloneVoice("anna", clip, CLIP_TEXT),)))
+    engine = Speech(ModelDir(base.dir), settings,
+                    voices=VoicesSettings(clone=(CloneVoice("anna", clip, CLIP_TEXT),)))
     engine.start()
     try:
         codes, pcm = synthesize(engine, Case("base", CLONE_TEXT, "anna"))
@@ -585,11 +586,12 @@ def test_icl_prefix_cache_reuses_the_clip_rows_and_changes_no_code(base, tmp_pat
     def run(prefix_caching: bool) -> tuple[list[np.ndarray], int, int]:
         settings = EngineSettings(model=str(base.dir), device="CPU", greedy=True, kv_precision="f32",
                                   inference_precision="f32", max_frames=FRAMES, prefix_caching=prefix_caching)
-        engine = Speech(settings, voices=VoicesSettings(clone=(CloneVoice("anna", long_clip, LONG_TRANSCRIPT),)))
+        engine = Speech(ModelDir(base.dir), settings,
+                        voices=VoicesSettings(clone=(CloneVoice("anna", long_clip, LONG_TRANSCRIPT),)))
         engine.start()
         try:
             codes = [synthesize(engine, Case("base", text, "anna"))[0] for text in texts]
-            return codes, engine.blocks.rows_reused, engine.blocks.block_size
+            return codes, engine.stats().rows_reused, engine.core.runner.block_size
         finally:
             engine.stop()
 

@@ -19,7 +19,7 @@ ALLOWED = {
     "engine": {"modeldir"},
     "frontend": {"modeldir", "engine.sequence"},
     "wyoming": {"speech.api"},
-    "speech": {"engine", "frontend", "modeldir", "export.builtin"},
+    "speech": {"engine", "frontend", "modeldir"},  # the model comes resolved (service.app): no exporter
 }
 
 

@@ -12,10 +12,12 @@ import os
 
 import pytest
 
+from service.app import model_dir
 from service.config import EngineSettings
 from service.speech.api import Request
 from service.speech.speech import Speech
 
+TINY = model_dir(EngineSettings())  # the built-in tiny model, resolved once
 # Long enough that each request spans 7 blocks of 32 rows (a ~200-row prompt + 4 frames): the old code grew ~38 KB a
 # request, ~3 MB a window.
 TEXT = ("The washing machine in the basement has finished its cycle, the dryer needs another twenty minutes, and the "
@@ -45,7 +47,7 @@ def malloc_trim() -> None:
 
 @pytest.fixture(scope="module")
 def engine():
-    engine = Speech(EngineSettings(model="builtin:tiny", seed=1, random_model_frames=FRAMES))
+    engine = Speech(TINY, EngineSettings(model="builtin:tiny", seed=1, random_model_frames=FRAMES))
     engine.start()
     yield engine
     engine.stop()

@@ -6,19 +6,21 @@ import asyncio
 import pytest
 from wyoming.tts import SynthesizeVoice
 
+from service.app import model_dir
 from service.config import EngineSettings
 from service.errors import InvalidText
 from service.speech.api import Request
 from service.speech.speech import Speech
 from service.wyoming.playback import sentence_audio
 
+TINY = model_dir(EngineSettings())  # the built-in tiny model, resolved once
 SENTENCES = ["The kitchen timer has finished.", "Dinner is ready.", "Please come to the table."]
 
 
 @pytest.fixture(scope="module")
 def engine():
     # f32 everywhere and one seed: a sentence gives the same samples alone or batched with its neighbour
-    engine = Speech(EngineSettings(seed=5, inference_precision="f32", kv_precision="f32"))
+    engine = Speech(TINY, EngineSettings(seed=5, inference_precision="f32", kv_precision="f32"))
     engine.start()
     yield engine
     engine.stop()
@@ -65,7 +67,7 @@ async def test_closing_early_aborts_every_running_sentence(engine):
 
 
 async def test_a_sentence_made_ahead_gives_its_place_to_another_room():
-    engine = Speech(EngineSettings(seed=5, max_batch=2))
+    engine = Speech(TINY, EngineSettings(seed=5, max_batch=2))
     engine.start()
     try:
         reply = sentence_audio(engine, _sentences(SENTENCES[:2]), SynthesizeVoice())

@@ -14,12 +14,14 @@ from wyoming.event import Event, async_read_event, async_write_event
 from wyoming.info import Describe
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
 
+from service.app import model_dir
 from service.config import EngineSettings
 from service.speech.speech import Speech
 
 from helpers import SENTENCE, TIMEOUT, audio
 from test_limits import PROMPT, connect, limited_server, read_replies, until
 
+TINY = model_dir(EngineSettings())  # the built-in tiny model, resolved once
 pytestmark = pytest.mark.asyncio
 
 PAUSE = 0.5
@@ -113,7 +115,7 @@ async def test_silent_streams_do_not_starve_a_one_shot_request_from_another_conn
     more stream waiting for a place); a one-shot "Hi." from another connection still gets its audio within the pause
     timeout and some slack for a loaded machine, long before idle_timeout."""
     pause, slack = 1.0, 5.0
-    engine = Speech(EngineSettings(seed=5, max_batch=2, random_model_frames=1500))
+    engine = Speech(TINY, EngineSettings(seed=5, max_batch=2, random_model_frames=1500))
     engine.start()
     try:
         async with limited_server(chorus, engine=engine, stream_pause_timeout=pause, idle_timeout=120.0) as (_, port):

@@ -198,7 +198,7 @@ def test_an_edited_voices_section_is_re_read_and_a_broken_one_ignored(tmp_path, 
 # ---- the engine: language, normalisation, cloning --------------------------------------------------------------
 
 def test_the_engine_normalises_in_the_requests_or_the_voices_language(tmp_path, monkeypatch):
-    engine = Speech(EngineSettings(max_text_length=12),
+    engine = Speech(ModelDir(TINY), EngineSettings(max_text_length=12),
                     voices=voices_from(tmp_path, "voices:\n  design:\n    hanna: {instruct: warm, language: de}\n"))
     built = []
     real_build = engine.requests.prompts.build
@@ -237,7 +237,8 @@ def write_clip(path: Path, seconds: float = 1.0, rate: int = 24000, channels: in
 def test_a_clone_voice_without_a_speaker_encoder_is_refused_with_a_clear_error(tmp_path):
     write_clip(tmp_path / "anna.wav")
     settings = voices_from(tmp_path, "voices:\n  clone:\n    anna: {wav: anna.wav, text: Hello there.}\n")
-    engine = Speech(EngineSettings(model=str(model_variant(tmp_path, "base"))), voices=settings)
+    model = model_variant(tmp_path, "base")
+    engine = Speech(ModelDir(model), EngineSettings(model=str(model)), voices=settings)
     engine.start()  # the warm-up does not trip over the default voice being a clone
     try:
         assert [v.name for v in engine.voices] == ["anna"]
@@ -257,7 +258,7 @@ def test_a_clone_voice_speaks_with_its_clips_speaker_embedding(tmp_path, monkeyp
     (tmp_path / "bert.wav").write_bytes(b"RIFF")
     settings = voices_from(tmp_path, "voices:\n  clone:\n    anna: {wav: anna.wav, text: Hello there.}\n"
                                      "    bert: {wav: bert.wav, text: Hi.}\n")
-    engine = Speech(EngineSettings(model=str(model)), voices=settings)
+    engine = Speech(ModelDir(model), EngineSettings(model=str(model)), voices=settings)
     built = []
     real_build = engine.requests.prompts.build
     monkeypatch.setattr(engine.requests.prompts, "build", lambda text, **kw: built.append(kw) or real_build(text, **kw))

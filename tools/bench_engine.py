@@ -6,7 +6,8 @@ and KV bytes per token by precision.
 
 Each batch size starts B requests whose prompts are `--context` rows long, prefills them, then times decode steps.
 "Talker alone" re-runs each request's last row with no frame emitted (same position, same KV: no state changes);
-"frame" is a real step: talker + codebook-0 sampling + the 15 code-predictor steps + next input embedding.
+"frame" is a real engine step (EngineCore.step: messages, schedule, the runner's talker + codebook-0 sampling + the 15
+code-predictor steps + next input embedding, update); "host" is that step's time outside the runner.
 Figures are medians over `--steps` steps of one run; the machine is shared, so compare ratios, not absolutes.
 """
 from __future__ import annotations
@@ -59,10 +60,11 @@ def main(argv=None) -> None:
         sys.exit(2)
     print(f"model {directory}  device {runner.device}  kv {runner.kv_precision}  block {runner.block_size}  "
           f"blocks {runner.num_blocks}")
-    rows = [bench_batch(runner, b, args.context, args.steps) for b in batches]
-    print(f"{'batch':>5} {'talker ms':>10} {'frame ms':>9} {'frames/s':>9}")
+    rows = [bench_batch(ModelDir(directory), runner, b, args.context, args.steps) for b in batches]
+    print(f"{'batch':>5} {'talker ms':>10} {'frame ms':>9} {'host ms':>8} {'frames/s':>9}")
     for r in rows:
-        print(f"{r['batch']:>5} {r['talker_ms']:>10.1f} {r['frame_ms']:>9.1f} {r['frames_per_s']:>9.1f}")
+        print(f"{r['batch']:>5} {r['talker_ms']:>10.1f} {r['frame_ms']:>9.1f} {r['host_ms']:>8.3f} "
+              f"{r['frames_per_s']:>9.1f}")
     base = rows[0]["frames_per_s"]
     for r in rows[1:]:
         print(f"aggregate frames/s at batch {r['batch']} = {r['frames_per_s'] / base:.2f}x batch {rows[0]['batch']}")

@@ -126,7 +126,7 @@ def main(argv=None) -> None:
     runner = PagedRunner(model, RunnerOptions(device="CPU", kv_cache_bytes=1 << 30))
     rows = []
     for batch in batches:
-        measured = bench_batch(runner, batch, 32 if args.quick else 128, steps)
+        measured = bench_batch(model, runner, batch, 32 if args.quick else 128, steps)
         talker_floor = max(figures["talker_bytes"] / bandwidth / 1e6,
                            2 * figures["talker_macs_per_row"] * batch / peak / 1e6)
         predictor_floor = max(figures["predictor_bytes"] / bandwidth / 1e6,

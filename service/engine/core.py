@@ -1,9 +1,11 @@
-"""The engine core: one thread that runs schedule -> runner.step -> update, and a codec thread that turns frames into
-PCM. It takes ready-made Sequences (the front-end thread builds them) and reads add, feed, promote, abort, step.
+"""The engine core: one thread that steps (messages, schedule, runner.step, update) and a codec thread that turns
+frames into PCM, over ready-made Sequences (the front-end thread builds them).
 
-Requests cross into the engine thread as typed messages (engine.messages) that it drains at every step boundary, so
-the scheduler, the block manager and the sinks are only ever touched by one thread and need no locks of their own.
-Each request's audio leaves through its sink (an AudioSink: the request's handle), which the codec thread feeds.
+Other threads reach the engine only through typed messages (engine.messages) read at step boundaries, so the
+scheduler, the block manager and the sinks have one owner and need no locks; what others see of them is the frozen
+`EngineStats` that owner publishes (engine.stats). Each request's audio leaves through its sink (its handle), which
+the codec thread feeds. `step()` is public (nano-vllm's `LLMEngine.step`): the engine thread is a loop around it,
+and before `start()` the caller may step the engine itself, from one thread (the warm-up, the engine benchmarks).
 """
 from __future__ import annotations
 
@@ -11,18 +13,19 @@ import logging
 import queue
 import threading
 import time
-from dataclasses import dataclass
+from concurrent.futures import Future
+from dataclasses import replace
 
 import numpy as np
 
 from service.config import EngineSettings
 from service.engine.audio_output import AudioSink, CodecWorker
 from service.engine.blocks import BlockManager
-from service.engine.device import cpu_facts
-from service.engine.messages import Abort, Add, CodecFailed, FeedText, Message, Promote, Stop
+from service.engine.messages import Abort, Add, CheckIntegrity, CodecFailed, FeedText, Message, Promote, Stop
 from service.engine.runner import PagedRunner, RunnerOptions
-from service.engine.scheduler import Scheduler
+from service.engine.scheduler import ScheduledEntry, Scheduler
 from service.engine.sequence import FinishReason, Sequence
+from service.engine.stats import EngineStats, StepReport
 from service.errors import QueueFull, RequestFailed
 from service.metrics import Metrics
 from service.modeldir.manifest import ModelDir
@@ -37,87 +40,57 @@ _STATUS = {
     FinishReason.REJECTED: "rejected",
     FinishReason.ERROR: "error",
 }
-
-
-@dataclass(frozen=True)
-class EngineStats:
-    blocks_total: int
-    blocks_used: int
-    running: int
-    waiting: int
-    alive: bool
+# While idle, the engine thread wakes this often to check the invariants and publish its stats.
+_IDLE_SECONDS = 1.0
 
 
 class EngineCore:
-    def __init__(self, model: ModelDir, settings: EngineSettings, metrics: Metrics | None = None):
+    def __init__(self, model: ModelDir, settings: EngineSettings, metrics: Metrics | None = None,
+                 runner: PagedRunner | None = None):
+        """`runner`: one already built for `model` (benchmarks share one between cores), in place of one made from
+        `settings`."""
         self.settings = settings
         self.metrics = metrics or Metrics()
         self.model = model
-        self.runner = PagedRunner(
-            model,
-            RunnerOptions(
-                device=settings.device,
-                kv_precision=settings.kv_precision,
-                inference_precision=settings.inference_precision,
-                num_blocks=settings.max_cache_blocks,
-                kv_cache_bytes=settings.kv_cache_mb << 20,
-            ),
-        )
+        self.runner = runner or PagedRunner(model, RunnerOptions(
+            device=settings.device, kv_precision=settings.kv_precision,
+            inference_precision=settings.inference_precision, num_blocks=settings.max_cache_blocks,
+            kv_cache_bytes=settings.kv_cache_mb << 20))
         self.sample_rate = model.manifest.sample_rate
-        self.blocks = BlockManager(self.runner.num_blocks, self.runner.block_size, settings.prefix_caching)
-        self._rows_reused_seen = 0
-        self.scheduler = Scheduler(
-            self.blocks,
+        self.codec = CodecWorker(model, settings.inference_precision, on_failure=self._codec_failed)
+        # Owned by whoever steps (the engine thread once started): the scheduler and its block pool, the sink of
+        # every request (None: an offline request, whose caller reads its frames), whether it is stopping, counts.
+        self._scheduler = Scheduler(
+            BlockManager(self.runner.num_blocks, self.runner.block_size, settings.prefix_caching),
             max_running=settings.max_batch,
             max_waiting=settings.max_waiting,
             token_budget=settings.step_token_budget,
             policy=settings.policy,
         )
-        self.codec = CodecWorker(model, settings.inference_precision, on_failure=self._codec_failed)
-        # Owned by the engine thread alone: the sink of every request it holds, and whether it is stopping.
-        self._sinks: dict[int, AudioSink] = {}
+        self._sinks: dict[int, AudioSink | None] = {}
         self._stopping = False
-        # The one way into the engine thread. `_accepting` says whether that thread will still read a message put
-        # now: it is set at start, and cleared (under `_life`) when the thread ends, before it fails whatever is
-        # left, so that no request can slip in behind the last look and wait for ever.
+        self._steps = self._frames = self._rows_reused_counted = 0
+        # The one way into the engine. `_accepting` says whether a message put now will still be read: by the caller
+        # that steps before start(), then by the engine thread. It is cleared (under `_life`) when that thread ends,
+        # before it fails whatever is left, so that no request can slip in behind the last look and wait for ever.
         self._inbox: queue.SimpleQueue[Message] = queue.SimpleQueue()
         self._life = threading.Lock()
-        self._accepting = False
+        self._accepting = True
         self._thread = threading.Thread(target=self._run, name="chorus-engine", daemon=True)
+        self._stats = self._snapshot()
         self.metrics.kv_blocks_total.set(self.runner.num_blocks)
-
-    def summary(self) -> list[str]:
-        """What is being served, for the start-up log: the model, the device and its precision, the KV pool."""
-        manifest = self.model.manifest
-        random_note = ": RANDOM weights, its voices make noise, not speech" if manifest.random_weights else ""
-        device = self.runner.device
-        if device == "CPU":
-            facts = cpu_facts()
-            device = f"CPU ({facts.isa}), inference {facts.inference_precision(self.settings.inference_precision)}"
-        blocks, block = self.runner.num_blocks, self.runner.block_size
-        # A typical reply: the prompt (~30 rows) and 10 s of speech at 12.5 frames per second.
-        per_room = -(-(30 + 125) // block)
-        return [
-            f"model {manifest.name} ({manifest.model_type}, {manifest.weights} weights) "
-            f"from {self.model.path}{random_note}",
-            f"device {device}, KV cache {self.runner.kv_precision}: {blocks} blocks of {block} tokens "
-            f"({blocks * block} tokens, {blocks * self.runner.bytes_per_block / 2**20:.0f} MiB), "
-            f"room for {blocks // per_room} replies of 10 s at once ({self.settings.max_batch} run in one batch)",
-        ]
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
     def start(self, warm_up: Sequence) -> None:
-        """Runs `warm_up` (a short request) to the end, then starts both threads. It blocks for the first infer of
+        """Steps `warm_up` (a short request) to the end, then starts both threads. It blocks for the first infer of
         each compiled model, which JIT-compiles its kernels (seconds on a big model): call it off the event loop,
         and it is paid here, not in the first room's time to first audio."""
-        self.scheduler.add(warm_up)
-        while self.scheduler.has_work():
-            entries = self.scheduler.schedule()
-            self.scheduler.update(entries, self.runner.step(entries))
+        self.add(warm_up, None)
+        while self.step().has_work:
+            pass
         self.codec.warm_up(np.stack(warm_up.frames))
-        self.scheduler.check_integrity()
+        self.check_integrity()
         self.codec.start()
-        self._accepting = True
         self._thread.start()
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -132,19 +105,26 @@ class EngineCore:
         return self._accepting and self._thread.is_alive() and self.codec.is_alive()
 
     def stats(self) -> EngineStats:
-        return EngineStats(
-            blocks_total=self.blocks.num_blocks,
-            blocks_used=self.blocks.num_used,
-            running=len(self.scheduler.running),
-            waiting=len(self.scheduler.waiting),
-            alive=self.alive,
-        )
+        """What the engine held after its last step (or idle second): the snapshot it published, from any thread."""
+        return self._stats
+
+    def check_integrity(self, timeout: float = 10.0) -> None:
+        """Raises IntegrityError (service.engine.blocks) if the scheduler's or the block pool's books disagree. The
+        check runs on their owner, between two steps: as a message to the engine thread while it runs (this waits
+        for the answer), else on the caller's thread, which then owns them (before start, or once stopped)."""
+        if self._thread.is_alive():
+            done: Future[None] = Future()
+            if self._send(CheckIntegrity(done)):
+                done.result(timeout)
+                return
+        self._scheduler.check_integrity()
 
     # ---- what other threads send (the front-end thread; stop from the caller's) --------------------------------
-    def add(self, seq: Sequence, sink: AudioSink) -> bool:
+    def add(self, seq: Sequence, sink: AudioSink | None) -> bool:
         """Runs `seq`, its audio going to `sink` (whose `put`, `add_codes`, `finish` and `fail` the codec thread
         calls); False when the engine is not running. A deferred `seq` (audio made ahead of need) runs only where
-        it takes no place another request waits for, until it is promoted."""
+        it takes no place another request waits for, until it is promoted. With no sink (offline, before start)
+        no audio is made: the caller reads the frames off `seq` between its steps."""
         return self._send(Add(seq, sink))
 
     def feed(self, seq_id: int, rows: np.ndarray, frame_cap: int, close: bool) -> None:
@@ -159,7 +139,7 @@ class EngineCore:
         self._send(Abort(seq_id))  # a stopped engine has already failed every request it held
 
     def _send(self, message: Message) -> bool:
-        """Hands `message` to the engine thread; False when that thread no longer reads messages."""
+        """Hands `message` to the engine; False when nothing will read it any more."""
         with self._life:
             if self._accepting:
                 self._inbox.put(message)
@@ -170,51 +150,75 @@ class EngineCore:
         _LOG.error("codec decoder failed for request %d: %s", seq_id, error)
         self._send(CodecFailed(seq_id, f"the audio decoder failed: {error}"))
 
-    # ---- the engine thread -----------------------------------------------------------------------------------
-    def _run(self) -> None:
-        """schedule -> step -> update until stopped; messages are read between steps (blocking while idle)."""
-        idle = False
-        try:
-            while not (self._stopping and not self.scheduler.has_work()):
-                self._read_messages(wait=idle)
-                entries = self.scheduler.schedule()
-                self.metrics.preemptions_total.inc(len(self.scheduler.preempted))  # with or without entries
-                idle = not entries and not self.scheduler.preempted  # a victim's place goes at the next schedule()
-                if entries:
-                    self._step(entries)
-                else:
-                    self.scheduler.check_integrity()
-                    self._update_gauges()
-        except Exception:  # a bug in the loop must end every reply, not hang the callers
-            _LOG.exception("engine loop crashed")
-        finally:
-            self._close()
+    # ---- one step (the engine thread; the caller before start) ---------------------------------------------------
+    def step(self) -> StepReport:
+        """Takes the messages queued now, schedules, runs the batch, updates its requests (their frames go to the
+        codec thread), and publishes the stats. A step with nothing to run checks the invariants instead."""
+        self._read_messages()
+        entries = self._scheduler.schedule()
+        preempted = len(self._scheduler.preempted)  # with or without entries: a victim's place goes next time
+        if entries:
+            report = self._run_batch(entries, preempted)
+        else:
+            self._scheduler.check_integrity()
+            report = StepReport(preempted, self._scheduler.has_work())
+        self._stats = self._snapshot()
+        return report
 
-    def _step(self, entries) -> None:
+    def _run_batch(self, entries: list[ScheduledEntry], preempted: int) -> StepReport:
         started = time.perf_counter()
         try:
             output = self.runner.step(entries)
         except Exception as error:  # a fault in one step ends the requests in it; the engine goes on
             _LOG.exception("a step of %d requests failed", len(entries))
-            failed = self.scheduler.finish_requests([e.seq.id for e in entries], FinishReason.ERROR,
-                                                    f"generation failed: {error}")
-            for seq in failed:
-                self._finish(seq)
-            return
-        result = self.scheduler.update(entries, output)
-        self._observe_step(len(entries), time.perf_counter() - started, result)
+            ids = tuple(e.seq.id for e in entries)
+            self._end(list(ids), FinishReason.ERROR, f"generation failed: {error}")
+            seconds = time.perf_counter() - started
+            return StepReport(preempted, self._scheduler.has_work(), len(entries), finished=ids, seconds=seconds,
+                              runner_seconds=seconds, failed=True)
+        runner_seconds = time.perf_counter() - started
+        result = self._scheduler.update(entries, output)
+        seconds = time.perf_counter() - started
         for seq, codes in result.new_frames:
-            self.codec.push(seq.id, self._sinks[seq.id], codes)
+            if (sink := self._sinks[seq.id]) is not None:
+                self.codec.push(seq.id, sink, codes)
         for seq in result.finished:
             self._finish(seq)
+        self._steps += 1
+        self._frames += len(result.new_frames)
+        return StepReport(preempted, self._scheduler.has_work(), len(entries), len(result.new_frames),
+                          tuple(seq.id for seq in result.finished), seconds, runner_seconds)
 
-    def _read_messages(self, wait: bool) -> None:
-        """Every message queued now; with `wait`, first block (up to a second: the idle integrity check) for one."""
-        if wait:
-            try:
-                self._process(self._inbox.get(timeout=1.0))
-            except queue.Empty:
-                return
+    def _snapshot(self) -> EngineStats:
+        s, blocks = self._scheduler, self._scheduler.blocks
+        return EngineStats(blocks_total=blocks.num_blocks, blocks_used=blocks.num_used, blocks_cached=blocks.num_cached,
+                           running=len(s.running), waiting=len(s.waiting), awaiting_text=len(s.awaiting_text),
+                           rows_reused=blocks.rows_reused, steps=self._steps, frames=self._frames, alive=self.alive)
+
+    # ---- the engine thread -----------------------------------------------------------------------------------
+    def _run(self) -> None:
+        """Steps until stopped; while there is nothing to run it blocks for the next message (or an idle second)."""
+        idle = False
+        try:
+            while not (self._stopping and not self._scheduler.has_work()):
+                if idle:
+                    self._wait_for_message()
+                report = self.step()
+                self._observe(report)
+                idle = not report.batch and not report.preempted
+        except Exception:  # a bug in the loop must end every reply, not hang the callers
+            _LOG.exception("engine loop crashed")
+        finally:
+            self._close()
+
+    def _wait_for_message(self) -> None:
+        try:
+            self._process(self._inbox.get(timeout=_IDLE_SECONDS))
+        except queue.Empty:
+            pass
+
+    def _read_messages(self) -> None:
+        """Every message queued now."""
         while True:
             try:
                 message = self._inbox.get_nowait()
@@ -225,26 +229,36 @@ class EngineCore:
     def _process(self, message: Message) -> None:
         if isinstance(message, Add):
             self._sinks[message.seq.id] = message.sink
-            if message.seq.codec_prefix is not None:  # queued before any of its frames can be
+            if message.seq.codec_prefix is not None and message.sink is not None:  # before any of its frames
                 self.codec.prime(message.seq.id, message.sink, message.seq.codec_prefix)
-            if not self.scheduler.add(message.seq):  # refused on the spot: queue full, or it never fits the pool
+            if not self._scheduler.add(message.seq):  # refused on the spot: queue full, or it never fits the pool
                 self._finish(message.seq)
         elif isinstance(message, Abort):
             self._end([message.seq_id], FinishReason.ABORTED)
         elif isinstance(message, FeedText):
-            outgrown = self.scheduler.feed(message.seq_id, message.rows, message.frame_cap, message.close)
+            outgrown = self._scheduler.feed(message.seq_id, message.rows, message.frame_cap, message.close)
             if outgrown is not None:  # its text now needs more than the whole pool: ended with an error
                 self._finish(outgrown)
         elif isinstance(message, Promote):
-            self.scheduler.promote(message.seq_id)
+            self._scheduler.promote(message.seq_id)
         elif isinstance(message, CodecFailed):
             self._end([message.seq_id], FinishReason.ERROR, message.reason)
+        elif isinstance(message, CheckIntegrity):
+            self._check_integrity(message.done)
         elif isinstance(message, Stop):
             self._stopping = True
             self._end(list(self._sinks), FinishReason.ABORTED)
 
+    def _check_integrity(self, done: Future[None]) -> None:
+        try:
+            self._scheduler.check_integrity()
+        except Exception as error:  # the asker raises it
+            done.set_exception(error)
+        else:
+            done.set_result(None)
+
     def _end(self, ids: list[int], reason: FinishReason, error: str | None = None) -> None:
-        for seq in self.scheduler.finish_requests(ids, reason, error):
+        for seq in self._scheduler.finish_requests(ids, reason, error):
             self._finish(seq)
 
     def _close(self) -> None:
@@ -253,6 +267,8 @@ class EngineCore:
             self._accepting = False
         stopped = RequestFailed("the engine stopped")
         for seq_id, sink in list(self._sinks.items()):
+            if sink is None:
+                continue
             if self.codec.is_alive():
                 self.codec.fail(seq_id, sink, stopped)  # behind its frames, in order
             else:
@@ -263,8 +279,11 @@ class EngineCore:
                 message = self._inbox.get_nowait()
             except queue.Empty:
                 break
-            if isinstance(message, Add):
+            if isinstance(message, Add) and message.sink is not None:
                 message.sink.fail(stopped)
+            elif isinstance(message, CheckIntegrity):
+                self._check_integrity(message.done)
+        self._stats = replace(self._stats, alive=False)
 
     def _finish(self, seq: Sequence) -> None:
         sink = self._sinks.pop(seq.id, None)
@@ -280,21 +299,20 @@ class EngineCore:
         else:
             self.codec.close(seq.id, sink)
 
-    def _observe_step(self, batch: int, seconds: float, result) -> None:
-        m = self.metrics
-        m.batch_size.observe(batch)
-        m.step_seconds.observe(seconds)
-        m.frames_total.inc(len(result.new_frames))
-        self._update_gauges()
-
-    def _update_gauges(self) -> None:
-        m = self.metrics
-        m.kv_blocks_used.set(self.blocks.num_used)
-        m.requests_running.set(len(self.scheduler.running))
-        m.requests_awaiting_text.set(len(self.scheduler.awaiting_text))
-        m.kv_blocks_cached.set(self.blocks.num_cached)
-        if self.blocks.rows_reused > self._rows_reused_seen:
-            m.prefix_rows_reused_total.inc(self.blocks.rows_reused - self._rows_reused_seen)
-            self._rows_reused_seen = self.blocks.rows_reused
-        m.requests_waiting.set(len(self.scheduler.waiting))
-
+    def _observe(self, report: StepReport) -> None:
+        """The engine thread's metrics, from what the step did and the stats it published (steps taken before
+        start, the warm-up's and a benchmark's, count in neither)."""
+        m, stats = self.metrics, self._stats
+        m.preemptions_total.inc(report.preempted)
+        if report.batch and not report.failed:
+            m.batch_size.observe(report.batch)
+            m.step_seconds.observe(report.seconds)
+            m.frames_total.inc(report.frames)
+        m.kv_blocks_used.set(stats.blocks_used)
+        m.requests_running.set(stats.running)
+        m.requests_awaiting_text.set(stats.awaiting_text)
+        m.kv_blocks_cached.set(stats.blocks_cached)
+        if stats.rows_reused > self._rows_reused_counted:
+            m.prefix_rows_reused_total.inc(stats.rows_reused - self._rows_reused_counted)
+            self._rows_reused_counted = stats.rows_reused
+        m.requests_waiting.set(stats.waiting)

@@ -2,11 +2,12 @@
 
 The engine thread is the only owner of request state (the scheduler, the block manager, every request's sink). The
 front-end thread adds, feeds, promotes and aborts requests; the owner stops the engine; the codec thread reports a
-decoder failure. Each of them only puts a message here, so no lock guards request state and no thread ever sees it
-half-changed.
+decoder failure; a test asks for an integrity check. Each of them only puts a message here, so no lock guards
+request state and no thread ever sees it half-changed.
 """
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -20,9 +21,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Add:
-    """A new request and the sink its audio goes to."""
+    """A new request and the sink its audio goes to (None: an offline request, whose frames its caller reads)."""
     seq: Sequence
-    sink: AudioSink
+    sink: AudioSink | None
 
 
 @dataclass(frozen=True)
@@ -55,8 +56,14 @@ class CodecFailed:
 
 
 @dataclass(frozen=True)
+class CheckIntegrity:
+    """Check the scheduler's and the block pool's books between two steps; `done` gets the outcome."""
+    done: Future[None]
+
+
+@dataclass(frozen=True)
 class Stop:
     """Abort everything still running and leave the loop."""
 
 
-Message = Add | Abort | FeedText | Promote | CodecFailed | Stop
+Message = Add | Abort | FeedText | Promote | CodecFailed | CheckIntegrity | Stop

@@ -1,6 +1,6 @@
 """The speech service the Wyoming server talks to: the front-end thread (text -> Sequence) over the engine core.
 
-`Speech` is the one object a process makes: it resolves the model, reads the model directory once, and joins the
+`Speech` is the one object a process makes, over a model directory already resolved (service.app): it joins the
 front end (service.frontend) and `EngineCore` (service.engine). A request goes in as a `Request` and its audio
 comes back through a `Handle` (service.speech.api); the server sees this through
 `service.wyoming.speech_engine.SpeechEngine`.
@@ -11,8 +11,9 @@ import dataclasses
 from collections.abc import AsyncGenerator
 
 from service.config import EngineSettings, VoicesSettings
-from service.engine.core import EngineCore, EngineStats
-from service.export.builtin import resolve_model
+from service.engine.core import EngineCore
+from service.engine.stats import EngineStats
+from service.engine.summary import summary
 from service.frontend.requests import RequestBuilder
 from service.frontend.voices import VoiceInfo
 from service.frontend.worker import FrontEnd
@@ -27,19 +28,17 @@ REPLAY_SECONDS = 60
 
 
 class Speech:
-    def __init__(self, settings: EngineSettings, metrics: Metrics | None = None,
+    def __init__(self, model: ModelDir, settings: EngineSettings, metrics: Metrics | None = None,
                  voices: VoicesSettings | None = None):
+        """`model` is the directory `settings.model` resolved to (service.app.model_dir)."""
         self.settings = settings
-        self.model = ModelDir(resolve_model(settings.model, settings.data_dir))
+        self.model = model
         # Used by the front-end thread alone once started (tests may build with it before).
         self.requests = RequestBuilder(self.model, settings, voices)
         self.core = EngineCore(self.model, settings, metrics)
         self.front_end = FrontEnd(self.requests, self.core)
         self.metrics = self.core.metrics
         self.sample_rate = self.core.sample_rate
-        # What tests and benchmarks inspect between steps (read only on the engine thread while it runs).
-        self.scheduler = self.core.scheduler
-        self.blocks = self.core.blocks
         self._sharing = Sharing(REPLAY_SECONDS * self.sample_rate * 2, self.metrics.shared_requests_total.inc)
 
     def start(self) -> None:
@@ -56,10 +55,11 @@ class Speech:
         return self.core.alive and self.front_end.alive
 
     def stats(self) -> EngineStats:
+        """The engine's last published snapshot, alive as of now (the front-end thread too)."""
         return dataclasses.replace(self.core.stats(), alive=self.alive)
 
     def summary(self) -> list[str]:
-        return self.core.summary()
+        return summary(self.model, self.core.runner, self.settings)
 
     @property
     def voices(self) -> tuple[VoiceInfo, ...]:

@@ -1,6 +1,7 @@
 """The engine benchmarks' measurements, shared by tools/bench_engine.py, bench_floor.py and bench.py: B requests
 started and prefilled on a real runner, decode steps timed (talker alone, whole frame), the codec decoder's cost per
-audio second, KV bytes per token."""
+audio second, KV bytes per token. Requests run through an EngineCore that is never started: the benchmark steps it
+(EngineCore.step), as the engine thread would."""
 from __future__ import annotations
 
 import statistics
@@ -9,17 +10,21 @@ from pathlib import Path
 
 import numpy as np
 
-from service.engine.blocks import BlockManager
+from service.config import EngineSettings
+from service.engine.core import EngineCore
 from service.engine.runner import PagedRunner, RunnerOptions
-from service.engine.scheduler import ScheduledEntry, Scheduler
-from service.engine.sequence import FinishReason, SamplingParams, Sequence
+from service.engine.scheduler import ScheduledEntry
+from service.engine.sequence import SamplingParams, Sequence
 from service.engine.streaming_codec import StreamingCodecDecoder
 from service.modeldir.manifest import ModelDir
 
 
-def start_batch(runner: PagedRunner, batch: int, context: int, frame_cap: int) -> tuple[Scheduler, list[Sequence]]:
-    blocks = BlockManager(runner.num_blocks, runner.block_size)
-    scheduler = Scheduler(blocks, max_running=batch, max_waiting=batch, token_budget=max(batch, 512))
+def start_batch(model: ModelDir, runner: PagedRunner, batch: int, context: int,
+                frame_cap: int) -> tuple[EngineCore, list[Sequence]]:
+    """An engine core over `runner` (never started: the benchmark steps it) holding `batch` requests whose prompts are
+    `context` rows long, stepped until every one of them decodes."""
+    settings = EngineSettings(max_batch=batch, max_waiting=batch, step_token_budget=max(batch, 512))
+    core = EngineCore(model, settings, runner=runner)
     rng = np.random.default_rng(0)
     seqs = []
     for i in range(batch):
@@ -27,12 +32,11 @@ def start_batch(runner: PagedRunner, batch: int, context: int, frame_cap: int) -
         pad = np.zeros(runner.hidden_size, np.float32)
         seq = Sequence(i, prompt, np.zeros((0, runner.hidden_size), np.float32), pad, frame_cap,
                        SamplingParams(seed=i))
-        scheduler.add(seq)
+        core.add(seq, None)  # no audio: the benchmark reads the frames off the sequences
         seqs.append(seq)
     while any(s.num_computed < s.num_rows - 1 or not s.frames for s in seqs):  # prefill, until all decode
-        entries = scheduler.schedule()
-        scheduler.update(entries, runner.step(entries))
-    return scheduler, seqs
+        core.step()
+    return core, seqs
 
 
 def time_steps(run, steps: int) -> float:
@@ -44,22 +48,28 @@ def time_steps(run, steps: int) -> float:
     return statistics.median(samples) * 1000
 
 
-def bench_batch(runner: PagedRunner, batch: int, context: int, steps: int) -> dict:
-    scheduler, seqs = start_batch(runner, batch, context, frame_cap=steps * 2 + 8)
+def bench_batch(model: ModelDir, runner: PagedRunner, batch: int, context: int, steps: int) -> dict:
+    """Talker alone, a whole engine step (frame), and the host's part of that step: its wall time minus the
+    runner's (messages, schedule, update, the stats snapshot)."""
+    core, seqs = start_batch(model, runner, batch, context, frame_cap=steps * 2 + 8)
+    host: list[float] = []
 
     def talker_only():
-        runner.step([ScheduledEntry(s, s.num_computed - 1, 1, False) for s in seqs])
+        # A random model may say eos now and then: a finished request holds no blocks, so it is left out.
+        runner.step([ScheduledEntry(s, s.num_computed - 1, 1, False) for s in seqs if not s.is_finished])
 
     def frame():
-        entries = scheduler.schedule()
-        scheduler.update(entries, runner.step(entries))
+        started = time.perf_counter()
+        report = core.step()
+        host.append(time.perf_counter() - started - report.runner_seconds)
 
     talker_only()  # warm-up of this batch shape
     talker_ms = time_steps(talker_only, steps)
     frame()
+    host.clear()
     frame_ms = time_steps(frame, steps)
-    scheduler.finish_requests([s.id for s in seqs], FinishReason.ABORTED)
-    return {"batch": batch, "talker_ms": talker_ms, "frame_ms": frame_ms, "frames_per_s": batch * 1000 / frame_ms}
+    return {"batch": batch, "talker_ms": talker_ms, "frame_ms": frame_ms, "frames_per_s": batch * 1000 / frame_ms,
+            "host_ms": statistics.median(host) * 1000}
 
 
 def bench_codec(directory: Path, frames: int, precision: str) -> float:

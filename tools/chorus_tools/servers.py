@@ -146,7 +146,7 @@ class ServiceThread:
 
     def __init__(self, settings: Settings,
                  exception_handler: Callable[[asyncio.AbstractEventLoop, dict], None] | None = None):
-        from service.cli import Service  # OpenVINO is imported only when a server is needed
+        from service.app import Service  # OpenVINO is imported only when a server is needed
 
         self.settings = settings
         self.service = Service(settings)

@@ -11,72 +11,42 @@ from pathlib import Path
 from chorus_tools.bench.plan import BENCH_SEED, Plan, log
 
 
-class TimedNative:
-    """Wraps the compiled runner: the seconds spent inside its step() (the GIL is released there)."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.seconds = 0.0
-
-    def step(self, *args):
-        started = time.perf_counter()
-        try:
-            return self.inner.step(*args)
-        finally:
-            self.seconds += time.perf_counter() - started
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-
-def stage_timings(runner, batch: int, context: int, steps: int) -> dict:
-    """Medians over `steps` real decode steps of `batch` requests: talker alone (native time of a step that re-runs
-    each request's last row and emits nothing), the whole native frame, and the host's part of a step: schedule(),
-    update() and the runner's Python wrapper (the step's wall time minus the native runner's time)."""
+def stage_timings(model, runner, batch: int, context: int, steps: int) -> dict:
+    """Medians over `steps` real engine steps (EngineCore.step) of `batch` decoding requests: talker alone (a runner
+    step that re-runs each request's last row and emits nothing), the runner's whole frame, and the host's part of a
+    step: its wall time minus the runner's (messages, schedule(), update(), the stats snapshot)."""
     from chorus_tools.engine_bench import start_batch
+
     from service.engine.scheduler import ScheduledEntry
-    from service.engine.sequence import FinishReason
 
-    native = TimedNative(runner._native)
-    runner._native = native
-    try:
-        scheduler, seqs = start_batch(runner, batch, context, frame_cap=2 * steps + 8)
+    core, seqs = start_batch(model, runner, batch, context, frame_cap=2 * steps + 8)
 
-        def talker_only() -> float:
-            # A random model may say eos now and then: a finished request holds no blocks, so it is left out.
-            before = native.seconds
-            runner.step([ScheduledEntry(s, s.num_computed - 1, 1, False) for s in scheduler.running])
-            return native.seconds - before
+    def talker_only() -> float:
+        # A random model may say eos now and then: a finished request holds no blocks, so it is left out.
+        started = time.perf_counter()
+        runner.step([ScheduledEntry(s, s.num_computed - 1, 1, False) for s in seqs if not s.is_finished])
+        return time.perf_counter() - started
 
-        def frame() -> dict:
-            before = native.seconds
-            t0 = time.perf_counter()
-            entries = scheduler.schedule()
-            t1 = time.perf_counter()
-            output = runner.step(entries)
-            t2 = time.perf_counter()
-            scheduler.update(entries, output)
-            t3 = time.perf_counter()
-            inside = native.seconds - before
-            return {"wall": t3 - t0, "native": inside, "schedule": t1 - t0, "wrapper": t2 - t1 - inside,
-                    "update": t3 - t2, "batch": len(entries)}
+    def frame() -> dict:
+        started = time.perf_counter()
+        report = core.step()
+        wall = time.perf_counter() - started
+        return {"wall": wall, "runner": report.runner_seconds, "update": report.seconds - report.runner_seconds,
+                "batch": report.batch}
 
-        talker_only()  # warm-up of this batch shape
-        talker = statistics.median(talker_only() for _ in range(steps))
-        frame()
-        frames = [frame() for _ in range(steps)]
-        scheduler.finish_requests([s.id for s in seqs], FinishReason.ABORTED)
-        ran = statistics.median(f["batch"] for f in frames)
-    finally:
-        runner._native = native.inner
+    talker_only()  # warm-up of this batch shape
+    talker = statistics.median(talker_only() for _ in range(steps))
+    frame()
+    frames = [frame() for _ in range(steps)]
+    ran = statistics.median(f["batch"] for f in frames)
 
     def med(key: str) -> float:
         return statistics.median(f[key] for f in frames) * 1000
 
-    host = statistics.median((f["wall"] - f["native"]) for f in frames) * 1000
-    return {"batch": batch, "batch_ran": ran, "talker_ms": talker * 1000, "native_frame_ms": med("native"),
-            "code_predictor_sampling_ms": med("native") - talker * 1000, "step_ms": med("wall"), "host_ms": host,
-            "schedule_ms": med("schedule"), "update_ms": med("update"), "wrapper_ms": med("wrapper"),
+    host = statistics.median((f["wall"] - f["runner"]) for f in frames) * 1000
+    return {"batch": batch, "batch_ran": ran, "talker_ms": talker * 1000, "runner_frame_ms": med("runner"),
+            "code_predictor_sampling_ms": med("runner") - talker * 1000, "step_ms": med("wall"), "host_ms": host,
+            "update_ms": med("update"), "schedule_ms": host - med("update"),
             "host_share": host / med("wall"), "frames_per_s": ran * 1000 / med("wall")}
 
 
@@ -122,7 +92,7 @@ def engine_phase(directory: Path, plan: Plan, texts: list[tuple[str, str]], isa_
     for batch in plan.engine_batches:
         log(f"engine level: stage timings at batch {batch} (u8 KV)")
         try:
-            out["stages"].append(stage_timings(runner, batch, plan.context, plan.engine_steps))
+            out["stages"].append(stage_timings(model, runner, batch, plan.context, plan.engine_steps))
         except Exception as error:  # noqa: BLE001  (one batch size that fails leaves the others)
             out["skipped"][f"stages at batch {batch}"] = f"{type(error).__name__}: {error}"
             log(f"  failed: {out['skipped'][f'stages at batch {batch}']}")
@@ -132,7 +102,7 @@ def engine_phase(directory: Path, plan: Plan, texts: list[tuple[str, str]], isa_
     try:
         runner = PagedRunner(model, RunnerOptions(device="CPU", kv_precision="f16", kv_cache_bytes=512 << 20))
         out["kv_bytes_per_token"]["f16"] = runner.bytes_per_block / runner.block_size
-        out["f16_batch8"] = stage_timings(runner, 8, plan.context, plan.engine_steps)
+        out["f16_batch8"] = stage_timings(model, runner, 8, plan.context, plan.engine_steps)
         del runner
     except Exception as error:  # noqa: BLE001  (SetupError: a CPU without f16 KV; anything else: noted, not fatal)
         out["skipped"]["f16"] = f"{type(error).__name__}: {error}"

@@ -142,17 +142,17 @@ def write_report(out: Path, header: dict, plan: Plan, phases: dict, engine: dict
               "in "
               "this process on real runner steps with u8 KV, "
               f"{plan.context} prompt rows per request, medians of {plan.engine_steps} steps. Talker: a step that "
-              "re-runs each request's last row and emits nothing; code predictor + sampling: the native frame minus "
-              "that (the runner does not time them apart); host: schedule() + update() + the runner's Python wrapper "
-              "= step wall time minus the native runner's time. The codec decoder runs on its own thread beside "
-              "the steps.", "",
-              "| batch | step (ms) | talker | code predictor + sampling | host (schedule / update / wrapper) | "
+              "re-runs each request's last row and emits nothing; code predictor + sampling: the runner's frame minus "
+              "that (the runner does not time them apart); host: the engine step's wall time minus the runner's "
+              "(EngineCore.step: messages + schedule() + the stats snapshot / update()). The codec decoder runs on "
+              "its own thread beside the steps.", "",
+              "| batch | step (ms) | talker | code predictor + sampling | host (schedule / update) | "
               "host share | frames/s |", "|---:|---:|---:|---:|---|---:|---:|"]
     for s in engine.get("stages", []):
         ran = "" if s["batch_ran"] == s["batch"] else f" (ran {s['batch_ran']:g}: eos)"
         lines.append(f"| {s['batch']}{ran} | {s['step_ms']:.1f} | {s['talker_ms']:.1f} | "
                      f"{s['code_predictor_sampling_ms']:.1f}"
-                     f" | {s['host_ms']:.2f} ({s['schedule_ms']:.2f} / {s['update_ms']:.2f} / {s['wrapper_ms']:.2f}) | "
+                     f" | {s['host_ms']:.2f} ({s['schedule_ms']:.2f} / {s['update_ms']:.2f}) | "
                      f"{s['host_share']:.1%} | {s['frames_per_s']:.1f} |")
     for what, why in engine.get("skipped", {}).items():
         if what.startswith("stages"):
