@@ -19,9 +19,9 @@ from service.export.builtin import resolve_model
 from service.metrics import Metrics
 from service.metrics_http import MetricsServer
 from service.modeldir.manifest import ModelDir
+from service.wyoming.connections import ChorusServer
 from service.wyoming.discovery import Advertisement, advertised_address, default_name
 from service.wyoming.listeners import bind_listener
-from service.wyoming.connections import ChorusServer
 
 _LOG = logging.getLogger("wyoming-chorus")
 # How often the server checks that the engine is alive; a dead engine would otherwise answer every room with errors.

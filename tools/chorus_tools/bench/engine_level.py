@@ -16,7 +16,6 @@ def stage_timings(model, runner, batch: int, context: int, steps: int) -> dict:
     step that re-runs each request's last row and emits nothing), the runner's whole frame, and the host's part of a
     step: its wall time minus the runner's (messages, schedule(), update(), the stats snapshot)."""
     from chorus_tools.engine_bench import start_batch
-
     from service.engine.scheduler import ScheduledEntry
 
     core, seqs = start_batch(model, runner, batch, context, frame_cap=2 * steps + 8)
