@@ -1,4 +1,4 @@
-// Python bindings of the native runner: `service._native.Runner`. The boundary is paths, numpy buffers and
+// Python bindings of the native runner: `wyoming_chorus._native.Runner`. The boundary is paths, numpy buffers and
 // numbers only (OpenVINO's own Python objects are never passed across: their ABI ties to one binding build).
 #include <cstdint>
 #include <string>

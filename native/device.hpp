@@ -6,7 +6,7 @@
 #include <openvino/core/type/element_type.hpp>
 
 // "CPU" | "GPU" | "GPU.N", returned as given; throws std::invalid_argument otherwise. The caller has picked the
-// device (service/engine/device.py resolves AUTO and checks that it is present): the paged cache is allocated on one.
+// device (wyoming_chorus/engine/device.py resolves AUTO and checks that it is present): the paged cache is allocated on one.
 std::string check_device_name(const std::string& name);
 
 // "u8" | "f16" | "bf16" | "f32"; throws std::invalid_argument otherwise.

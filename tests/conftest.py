@@ -15,7 +15,7 @@ from helpers import ServiceThread, free_port
 @pytest.fixture(scope="session")
 def chorus() -> ServiceThread:
     # Imported here: tests/ha's venv (Home Assistant, without the served package) reads this file too.
-    from service.config import EngineSettings, MetricsSettings, ServerSettings, Settings, ZeroconfSettings
+    from wyoming_chorus.config import EngineSettings, MetricsSettings, ServerSettings, Settings, ZeroconfSettings
 
     settings = Settings(
         server=ServerSettings(uri=f"tcp://127.0.0.1:{free_port()}", shutdown_timeout=5.0),

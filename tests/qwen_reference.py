@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from service.export.codec_random import CODEC_PRESETS, random_codec_decoder_weights
-from service.export.presets import talker_config
-from service.export.tokenizer import special_token_ids, train_tokenizer
+from wyoming_chorus.export.codec_random import CODEC_PRESETS, random_codec_decoder_weights
+from wyoming_chorus.export.presets import talker_config
+from wyoming_chorus.export.tokenizer import special_token_ids, train_tokenizer
 
 from hub_layout import write_tokenizer_files
 
@@ -241,7 +241,7 @@ def speaker_embedding(model: Qwen3TTSModel, audio: np.ndarray) -> np.ndarray:
 
     Its mel filter bank comes from librosa.filters.mel, which these tests do not install (see _stub_audio_io);
     where librosa is missing, transformers' own port of it (audio_utils.mel_filter_bank, Slaney scale and norm)
-    stands in, an implementation independent of service/frontend/mel.py.
+    stands in, an implementation independent of wyoming_chorus/frontend/mel.py.
     """
     from qwen_tts.core.models import modeling_qwen3_tts as modeling
 

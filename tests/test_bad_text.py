@@ -16,8 +16,8 @@ from wyoming.error import Error
 from wyoming.event import Event, async_read_event, async_write_event
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
 
-from service.export.builtin import resolve_model
-from service.frontend.clean_text import clean_text
+from wyoming_chorus.export.builtin import resolve_model
+from wyoming_chorus.frontend.clean_text import clean_text
 
 from helpers import HOST, SENTENCE, TIMEOUT, audio, read_until
 

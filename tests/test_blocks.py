@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from service.engine.blocks import BlockManager, IntegrityError
-from service.engine.sequence import Sequence
+from wyoming_chorus.engine.blocks import BlockManager, IntegrityError
+from wyoming_chorus.engine.sequence import Sequence
 
 H = 4
 

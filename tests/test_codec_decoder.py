@@ -10,9 +10,9 @@ import numpy as np
 import openvino as ov
 import pytest
 
-from service.engine.streaming_codec import StreamingCodecDecoder
-from service.export.codec_random import CODEC_PRESETS, random_codec_decoder_weights
-from service.graphs.codec_decoder import build_codec_decoder
+from wyoming_chorus.engine.streaming_codec import StreamingCodecDecoder
+from wyoming_chorus.export.codec_random import CODEC_PRESETS, random_codec_decoder_weights
+from wyoming_chorus.graphs.codec_decoder import build_codec_decoder
 
 CONFIG = CODEC_PRESETS["tiny"]
 F32 = {"INFERENCE_PRECISION_HINT": "f32"}

@@ -1,4 +1,4 @@
-"""Weight compression of a model directory (service/export/compress.py) on a copy of the built-in tiny model."""
+"""Weight compression of a model directory (wyoming_chorus/export/compress.py) on a copy of the built-in tiny model."""
 from __future__ import annotations
 
 import json
@@ -7,12 +7,12 @@ import shutil
 import numpy as np
 import pytest
 
-from service.engine.runner import PagedRunner, RunnerOptions
-from service.engine.scheduler import ScheduledEntry
-from service.engine.sequence import SamplingParams, Sequence, StepOutput
-from service.export.builtin import resolve_model
-from service.export.compress import compress_model_dir
-from service.modeldir.manifest import ModelDir
+from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
+from wyoming_chorus.engine.scheduler import ScheduledEntry
+from wyoming_chorus.engine.sequence import SamplingParams, Sequence, StepOutput
+from wyoming_chorus.export.builtin import resolve_model
+from wyoming_chorus.export.compress import compress_model_dir
+from wyoming_chorus.modeldir.manifest import ModelDir
 
 pytest.importorskip("nncf", reason="weight compression needs the optional extra: pip install '.[compress]'")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from service.config import ConfigError, EngineSettings, Settings, default_config_path, load_settings
+from wyoming_chorus.config import ConfigError, EngineSettings, Settings, default_config_path, load_settings
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -97,7 +97,7 @@ def test_unreadable_files_are_config_errors(tmp_path):
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "service", *args], capture_output=True, text=True, timeout=60, cwd=REPO
+        [sys.executable, "-m", "wyoming_chorus", *args], capture_output=True, text=True, timeout=60, cwd=REPO
     )
 
 
@@ -116,3 +116,12 @@ def test_the_cli_reports_a_bad_config_in_one_line_and_exits_2(tmp_path, args, ke
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and f"{key}: " in lines[0], result.stderr
+
+
+def test_python_m_from_the_repository_root_speaks_with_the_installed_runner(tmp_path):
+    """`python -m wyoming_chorus` in a checkout imports the source tree, which has no compiled runner; the package path
+    reaches the installed copy's `_native` (wyoming_chorus/__init__.py). In CI's plain install this fails without it."""
+    out = tmp_path / "hello.wav"
+    result = run_cli("synth", "Hello.", "-o", str(out), "--data-dir", str(tmp_path / "data"))
+    assert result.returncode == 0, result.stderr
+    assert out.stat().st_size > 44, "a WAV with no samples"

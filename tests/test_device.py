@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from service import _native
-from service.config import _device as _config_device
-from service.engine.device import CpuFacts, available_devices, resolve_device
-from service.engine.runner import PagedRunner, RunnerOptions
-from service.errors import SetupError
-from service.export.builtin import resolve_model
-from service.modeldir.manifest import ModelDir
+from wyoming_chorus import _native
+from wyoming_chorus.config import _device as _config_device
+from wyoming_chorus.engine.device import CpuFacts, available_devices, resolve_device
+from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
+from wyoming_chorus.errors import SetupError
+from wyoming_chorus.export.builtin import resolve_model
+from wyoming_chorus.modeldir.manifest import ModelDir
 
 # OPTIMIZATION_CAPABILITIES and the default inference precision as openvino 2026.4.1 reports them (AVX2: this
 # machine; the others as the CPU plugin lists them: BF16 with avx512_bf16, FP16 with avx512_fp16).

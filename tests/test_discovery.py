@@ -19,11 +19,11 @@ from wyoming.info import Describe
 from zeroconf import IPVersion, ServiceStateChange
 from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
 
-from service.wyoming.discovery import SERVICE_TYPE, Advertisement, advertised_address, primary_address
+from wyoming_chorus.wyoming.discovery import SERVICE_TYPE, Advertisement, advertised_address, primary_address
 
 from helpers import free_port
 
-_ADVERTISED = "from service.wyoming.discovery import advertised_address; print(advertised_address({!r}, None))"
+_ADVERTISED = "from wyoming_chorus.wyoming.discovery import advertised_address; print(advertised_address({!r}, None))"
 
 
 def _advertised_inside(netns: list[str], bind: str) -> str:
@@ -104,7 +104,7 @@ async def test_the_server_is_found_with_a_usable_address_and_withdrawn_on_sigter
     config.write_text("zeroconf:\n  interfaces: ['127.0.0.1']\nmetrics:\n  enabled: false\n")
     browser = Browser(name)
     server = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "service", "--config", str(config), "--uri", f"tcp://0.0.0.0:{port}",
+        sys.executable, "-m", "wyoming_chorus", "--config", str(config), "--uri", f"tcp://0.0.0.0:{port}",
         # Outside the source tree, which `-m` would import instead of the installed package (it lacks the built runner).
         "--zeroconf", name, cwd=tmp_path, stderr=asyncio.subprocess.PIPE,
     )

@@ -10,20 +10,20 @@ import numpy as np
 import openvino as ov
 import pytest
 
-from service.app import model_dir
-from service.config import EngineSettings
-from service.engine.blocks import BlockManager
-from service.engine.device import available_devices, cpu_facts, resolve_device
-from service.engine.runner import PagedRunner, RunnerOptions
-from service.engine.scheduler import Scheduler
-from service.engine.sequence import SamplingParams, Sequence
-from service.errors import InvalidText, RequestFailed, SetupError, UnknownVoice
-from service.export.builtin import resolve_model
-from service.frontend.requests import RequestBuilder
-from service.metrics import Metrics
-from service.modeldir.manifest import ModelDir
-from service.speech.api import Request
-from service.speech.speech import Speech
+from wyoming_chorus.app import model_dir
+from wyoming_chorus.config import EngineSettings
+from wyoming_chorus.engine.blocks import BlockManager
+from wyoming_chorus.engine.device import available_devices, cpu_facts, resolve_device
+from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
+from wyoming_chorus.engine.scheduler import Scheduler
+from wyoming_chorus.engine.sequence import SamplingParams, Sequence
+from wyoming_chorus.errors import InvalidText, RequestFailed, SetupError, UnknownVoice
+from wyoming_chorus.export.builtin import resolve_model
+from wyoming_chorus.frontend.requests import RequestBuilder
+from wyoming_chorus.metrics import Metrics
+from wyoming_chorus.modeldir.manifest import ModelDir
+from wyoming_chorus.speech.api import Request
+from wyoming_chorus.speech.speech import Speech
 
 TINY = model_dir(EngineSettings())  # the built-in tiny model, resolved once
 SAMPLES_PER_FRAME = 1920

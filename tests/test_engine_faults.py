@@ -15,11 +15,11 @@ import time
 
 import pytest
 
-from service.app import model_dir
-from service.config import EngineSettings
-from service.errors import RequestFailed
-from service.speech.api import Handle, Request
-from service.speech.speech import Speech
+from wyoming_chorus.app import model_dir
+from wyoming_chorus.config import EngineSettings
+from wyoming_chorus.errors import RequestFailed
+from wyoming_chorus.speech.api import Handle, Request
+from wyoming_chorus.speech.speech import Speech
 
 TINY = model_dir(EngineSettings())  # the built-in tiny model, resolved once
 LONG = "This reply goes on for a while, long enough to be running when something breaks inside the engine."
@@ -143,8 +143,8 @@ def test_a_dead_engine_fails_health_and_the_server_exits_non_zero(monkeypatch):
     import urllib.error
     import urllib.request
 
-    import service.app as app
-    from service.config import MetricsSettings, ServerSettings, Settings, ZeroconfSettings
+    import wyoming_chorus.app as app
+    from wyoming_chorus.config import MetricsSettings, ServerSettings, Settings, ZeroconfSettings
 
     from helpers import free_port
 

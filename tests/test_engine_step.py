@@ -8,13 +8,13 @@ import threading
 
 import pytest
 
-from service.app import model_dir
-from service.config import EngineSettings
-from service.engine.core import EngineCore
-from service.engine.scheduler import Scheduler
-from service.frontend.requests import RequestBuilder
-from service.modeldir.manifest import ModelDir
-from service.speech.speech import Speech
+from wyoming_chorus.app import model_dir
+from wyoming_chorus.config import EngineSettings
+from wyoming_chorus.engine.core import EngineCore
+from wyoming_chorus.engine.scheduler import Scheduler
+from wyoming_chorus.frontend.requests import RequestBuilder
+from wyoming_chorus.modeldir.manifest import ModelDir
+from wyoming_chorus.speech.speech import Speech
 
 SETTINGS = EngineSettings(max_batch=2, random_model_frames=20)
 

@@ -1,4 +1,4 @@
-"""service.wyoming.event_reader on a StreamReader fed bytes: what a client can send, and what the reader makes of it."""
+"""wyoming/event_reader.py on a StreamReader fed bytes: what a client can send, and what the reader makes of it."""
 from __future__ import annotations
 
 import asyncio
@@ -7,7 +7,7 @@ import json
 import pytest
 from wyoming.event import Event, async_write_event
 
-from service.wyoming.event_reader import BadEvent, EventReader, EventTooLarge
+from wyoming_chorus.wyoming.event_reader import BadEvent, EventReader, EventTooLarge
 
 pytestmark = pytest.mark.asyncio
 

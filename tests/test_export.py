@@ -12,11 +12,11 @@ import pytest
 from safetensors.numpy import load_file, save_file
 from tokenizers import Tokenizer
 
-from service.cli import main
-from service.export.codec_random import CODEC_PRESETS, random_codec_decoder_weights
-from service.export.convert import ExportError, export_checkpoint
-from service.export.presets import random_talker_weights, talker_config
-from service.export.tokenizer import special_token_ids, train_tokenizer
+from wyoming_chorus.cli import main
+from wyoming_chorus.export.codec_random import CODEC_PRESETS, random_codec_decoder_weights
+from wyoming_chorus.export.convert import ExportError, export_checkpoint
+from wyoming_chorus.export.presets import random_talker_weights, talker_config
+from wyoming_chorus.export.tokenizer import special_token_ids, train_tokenizer
 
 from hub_layout import write_bf16_safetensors, write_shards, write_tokenizer_files
 

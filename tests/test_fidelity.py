@@ -47,20 +47,20 @@ import openvino as ov  # noqa: E402
 import torch  # noqa: E402
 from tokenizers import Tokenizer  # noqa: E402
 
-from service.config import CloneVoice, DesignVoice, EngineSettings, VoicesSettings  # noqa: E402
-from service.engine.runner import PagedRunner, RunnerOptions  # noqa: E402
-from service.engine.scheduler import ScheduledEntry  # noqa: E402
-from service.engine.sequence import SamplingParams, Sequence  # noqa: E402
-from service.export.convert import export_checkpoint  # noqa: E402
-from service.frontend.clone import ClipCodes, SpeakerEmbeddings, read_wav  # noqa: E402
-from service.frontend.language import choose_language  # noqa: E402
-from service.frontend.mel import log_mel  # noqa: E402
-from service.frontend.normalize import normalize  # noqa: E402
-from service.frontend.prompt import PromptBuilder  # noqa: E402
-from service.frontend.voices import Voices  # noqa: E402
-from service.modeldir.manifest import ModelDir  # noqa: E402
-from service.speech.api import Request  # noqa: E402
-from service.speech.speech import Speech  # noqa: E402
+from wyoming_chorus.config import CloneVoice, DesignVoice, EngineSettings, VoicesSettings  # noqa: E402
+from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions  # noqa: E402
+from wyoming_chorus.engine.scheduler import ScheduledEntry  # noqa: E402
+from wyoming_chorus.engine.sequence import SamplingParams, Sequence  # noqa: E402
+from wyoming_chorus.export.convert import export_checkpoint  # noqa: E402
+from wyoming_chorus.frontend.clone import ClipCodes, SpeakerEmbeddings, read_wav  # noqa: E402
+from wyoming_chorus.frontend.language import choose_language  # noqa: E402
+from wyoming_chorus.frontend.mel import log_mel  # noqa: E402
+from wyoming_chorus.frontend.normalize import normalize  # noqa: E402
+from wyoming_chorus.frontend.prompt import PromptBuilder  # noqa: E402
+from wyoming_chorus.frontend.voices import Voices  # noqa: E402
+from wyoming_chorus.modeldir.manifest import ModelDir  # noqa: E402
+from wyoming_chorus.speech.api import Request  # noqa: E402
+from wyoming_chorus.speech.speech import Speech  # noqa: E402
 
 import qwen_reference as reference  # noqa: E402
 
@@ -354,7 +354,7 @@ def test_cli_synth_matches_reference(custom_voice, reference_runs, tmp_path):
     case = CASES["ryan"]
     config = tmp_path / "config.yaml"
     config.write_text(f"engine:\n  max_frames: {FRAMES}\n")
-    command = [sys.executable, "-m", "service", "synth", case.text, "-o", str(tmp_path / "out.wav"),
+    command = [sys.executable, "-m", "wyoming_chorus", "synth", case.text, "-o", str(tmp_path / "out.wav"),
                "--model", str(custom_voice.dir), "--voice", case.voice, "--greedy", "--kv-precision", "f32",
                "--save-codes", str(tmp_path / "codes.npy"), "--config", str(config), "--device", "CPU"]
     # Run outside the source tree, which `-m` would otherwise put first on the path (it lacks the built runner).

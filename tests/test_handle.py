@@ -1,5 +1,5 @@
-"""A request's Handle (service/speech/api.py) on its own, producers on other threads and the reader on the loop; and
-identical requests sharing one generation (service/speech/sharing.py) on handles fed by hand. No engine here."""
+"""A request's Handle (speech/api.py) on its own, producers on other threads and the reader on the loop; and
+identical requests sharing one generation (speech/sharing.py) on handles fed by hand. No engine here."""
 from __future__ import annotations
 
 import asyncio
@@ -8,9 +8,9 @@ import threading
 import numpy as np
 import pytest
 
-from service.errors import InvalidText, QueueFull, RequestFailed
-from service.speech.api import Handle, Request, RequestInfo
-from service.speech.sharing import Sharing
+from wyoming_chorus.errors import InvalidText, QueueFull, RequestFailed
+from wyoming_chorus.speech.api import Handle, Request, RequestInfo
+from wyoming_chorus.speech.sharing import Sharing
 
 
 class Recorder:

@@ -21,8 +21,8 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from service.errors import SetupError
-from service.export import builtin, hub
+from wyoming_chorus.errors import SetupError
+from wyoming_chorus.export import builtin, hub
 
 from test_export import write_checkpoint
 
@@ -30,8 +30,8 @@ REPO = "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice"
 COMMIT = "4f1e2d3c" * 5
 _START = """
 import json, sys
-from service.errors import SetupError
-from service.export.builtin import resolve_model
+from wyoming_chorus.errors import SetupError
+from wyoming_chorus.export.builtin import resolve_model
 try:
     path = resolve_model(sys.argv[1], sys.argv[2])
 except SetupError as error:

@@ -10,9 +10,9 @@ import pytest
 from wyoming.client import AsyncTcpClient
 from wyoming.tts import SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
 
-from service.frontend import language
-from service.frontend.language import LANGUAGES, choose_language, detect_language
-from service.frontend.normalize import normalize
+from wyoming_chorus.frontend import language
+from wyoming_chorus.frontend.language import LANGUAGES, choose_language, detect_language
+from wyoming_chorus.frontend.normalize import normalize
 
 SENTENCES = {
     "en": ["The hallway light is on.", "It is 18.5 °C in the office.", "The back door has been open for 10 minutes.",

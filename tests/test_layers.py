@@ -1,4 +1,4 @@
-"""The package layout is layered (README, "How it works"): each part of `service` imports only the parts below it.
+"""The package layout is layered (README, "How it works"): each part of the package imports only the parts below it.
 Read from the source tree (not the installed copy) with ast, relative imports resolved, so a new upward import fails
 here rather than in review; every module of the package belongs to a part, so none escapes the check."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1] / "service"
+ROOT = Path(__file__).resolve().parents[1] / "wyoming_chorus"
 LEAVES = {"config", "errors", "metrics", "_native"}
 # The composition root and the command line put the parts together: they may import any of them.
 TOP = {"__init__", "__main__", "app", "cli"}
@@ -20,7 +20,7 @@ ALLOWED = {
     "engine": {"modeldir"},
     "frontend": {"modeldir", "engine.sequence"},
     "wyoming": {"speech.api"},
-    "speech": {"engine", "frontend", "modeldir"},  # the model comes resolved (service.app): no exporter
+    "speech": {"engine", "frontend", "modeldir"},  # the model comes resolved (wyoming_chorus.app): no exporter
     "metrics_http": set(),
 }
 
@@ -49,15 +49,15 @@ def _imports(path: Path, source: str | None = None) -> set[str]:
                 anchor = package.split(".")
                 anchor = anchor[:len(anchor) - (node.level - 1)]
                 base = ".".join([*anchor, *([base] if base else [])])
-            if "." not in base:  # `from service import speech`, `from .. import engine`: the names are modules
+            if "." not in base:  # `from wyoming_chorus import speech`, `from .. import engine`: the names are modules
                 found.update(f"{base}.{alias.name}" for alias in node.names)
-            else:  # `from service.x.y import Name`: the module is x.y
+            else:  # `from wyoming_chorus.x.y import Name`: the module is x.y
                 found.add(base)
-    return {name for name in found if name.startswith("service.")}
+    return {name for name in found if name.startswith("wyoming_chorus.")}
 
 
 def _allowed(part: str, imported: str) -> bool:
-    inner = imported.removeprefix("service.")
+    inner = imported.removeprefix("wyoming_chorus.")
     target = inner.split(".")[0]
     if target == part or target in LEAVES:
         return True
@@ -89,10 +89,11 @@ def test_every_module_of_the_package_belongs_to_a_checked_part():
 def test_relative_imports_are_resolved():
     """An upward import written relatively (`from ..frontend import requests` in the engine) is seen, not dropped."""
     engine_module = ROOT / "engine" / "core.py"
-    assert _imports(engine_module, "from ..frontend.requests import RequestBuilder") == {"service.frontend.requests"}
-    assert _imports(engine_module, "from .. import speech") == {"service.speech"}
-    assert _imports(engine_module, "from .scheduler import Scheduler") == {"service.engine.scheduler"}
-    assert not _allowed("engine", "service.frontend.requests")
+    upward = _imports(engine_module, "from ..frontend.requests import RequestBuilder")
+    assert upward == {"wyoming_chorus.frontend.requests"}
+    assert _imports(engine_module, "from .. import speech") == {"wyoming_chorus.speech"}
+    assert _imports(engine_module, "from .scheduler import Scheduler") == {"wyoming_chorus.engine.scheduler"}
+    assert not _allowed("engine", "wyoming_chorus.frontend.requests")
 
 
 def test_the_leaves_import_nothing_of_the_service():

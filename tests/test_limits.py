@@ -22,12 +22,12 @@ from wyoming.event import Event, async_read_event, async_write_event
 from wyoming.info import Describe
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
 
-from service.config import ServerSettings
-from service.wyoming import connections as server_module
-from service.wyoming.connections import ChorusServer
-from service.wyoming.listeners import bind_listener
-from service.wyoming.reply import reply_text as Reply
-from service.wyoming.speech_engine import SpeechEngine
+from wyoming_chorus.config import ServerSettings
+from wyoming_chorus.wyoming import connections as server_module
+from wyoming_chorus.wyoming.connections import ChorusServer
+from wyoming_chorus.wyoming.listeners import bind_listener
+from wyoming_chorus.wyoming.reply import reply_text as Reply
+from wyoming_chorus.wyoming.speech_engine import SpeechEngine
 
 from helpers import HOST, SENTENCE, TIMEOUT, audio, free_port
 
@@ -75,7 +75,7 @@ def assert_quiet(caplog, unhandled: list[dict]) -> None:
     """Nothing logged above DEBUG but each reply's INFO line, no traceback, nothing left for asyncio to report."""
     gc.collect()  # "never retrieved" is reported when the task is collected
     loud = [f"{r.levelname} {r.name}: {r.getMessage()}" for r in caplog.records
-            if r.levelno > logging.DEBUG and not (r.name == "service.replies" and r.levelno == logging.INFO)]
+            if r.levelno > logging.DEBUG and not (r.name == "wyoming_chorus.replies" and r.levelno == logging.INFO)]
     assert not loud, loud
     assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
     assert not any("never retrieved" in r.getMessage() for r in caplog.records)

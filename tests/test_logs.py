@@ -14,13 +14,13 @@ pytestmark = pytest.mark.asyncio
 
 
 async def test_each_reply_gets_one_info_line_with_peer_voice_language_timing_and_status(chorus, caplog):
-    caplog.set_level(logging.INFO, logger="service.replies")
+    caplog.set_level(logging.INFO, logger="wyoming_chorus.replies")
     # As Home Assistant sends it: a voice name, no language, German text.
     await send(chorus.port, SynthesizeStart(voice=SynthesizeVoice(name="ryan")).event(),
                SynthesizeChunk("Es sind 21,5 Grad im Wohnzimmer.").event(), SynthesizeStop().event(),
                last_type="synthesize-stopped")
     await send(chorus.port, Synthesize("Hi.", voice=SynthesizeVoice(name="no-such-voice")).event())
-    lines = [r.getMessage() for r in caplog.records if r.name == "service.replies"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "wyoming_chorus.replies"]
     assert len(lines) == 2, lines
     spoken, refused = lines
     assert spoken.startswith("reply to 127.0.0.1:")
@@ -32,7 +32,7 @@ async def test_each_reply_gets_one_info_line_with_peer_voice_language_timing_and
 
 async def test_a_reply_spoken_in_two_languages_names_both(chorus, caplog):
     """A pause after a sentence end makes the text after it a request of its own, with a language of its own."""
-    caplog.set_level(logging.INFO, logger="service.replies")
+    caplog.set_level(logging.INFO, logger="wyoming_chorus.replies")
     async with AsyncTcpClient(HOST, chorus.port) as client:
         await client.write_event(SynthesizeStart(voice=SynthesizeVoice(name="ryan")).event())
         await client.write_event(SynthesizeChunk("The weather in the kitchen is lovely today.").event())
@@ -40,7 +40,7 @@ async def test_a_reply_spoken_in_two_languages_names_both(chorus, caplog):
         await client.write_event(SynthesizeChunk("Es sind einundzwanzig Grad im Wohnzimmer und es ist warm.").event())
         await client.write_event(SynthesizeStop().event())
         await read_until(client, "synthesize-stopped")
-    (line,) = [r.getMessage() for r in caplog.records if r.name == "service.replies"]
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "wyoming_chorus.replies"]
     assert "languages en (detected), de (detected)" in line, line
 
 

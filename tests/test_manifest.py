@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
-from service.errors import SetupError
-from service.export.builtin import resolve_model
-from service.modeldir.manifest import GENERATION_DEFAULTS, ModelDir
+from wyoming_chorus.errors import SetupError
+from wyoming_chorus.export.builtin import resolve_model
+from wyoming_chorus.modeldir.manifest import GENERATION_DEFAULTS, ModelDir
 
 
 def copy_of_tiny(tmp_path):

@@ -12,10 +12,10 @@ import os
 
 import pytest
 
-from service.app import model_dir
-from service.config import EngineSettings
-from service.speech.api import Request
-from service.speech.speech import Speech
+from wyoming_chorus.app import model_dir
+from wyoming_chorus.config import EngineSettings
+from wyoming_chorus.speech.api import Request
+from wyoming_chorus.speech.speech import Speech
 
 TINY = model_dir(EngineSettings())  # the built-in tiny model, resolved once
 # Long enough that each request spans 7 blocks of 32 rows (a ~200-row prompt + 4 frames): the old code grew ~38 KB a

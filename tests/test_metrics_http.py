@@ -13,10 +13,10 @@ from urllib.parse import urlparse
 
 import pytest
 
-from service.cli import main
-from service.metrics import Metrics
-from service.metrics_http import MAX_CONNECTIONS, RENDER_SHARE, REQUEST_DEADLINE, MetricsServer
-from service.wyoming.listeners import bind_listener
+from wyoming_chorus.cli import main
+from wyoming_chorus.metrics import Metrics
+from wyoming_chorus.metrics_http import MAX_CONNECTIONS, RENDER_SHARE, REQUEST_DEADLINE, MetricsServer
+from wyoming_chorus.wyoming.listeners import bind_listener
 
 from helpers import free_port
 

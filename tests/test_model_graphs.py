@@ -13,17 +13,22 @@ from openvino._offline_transformations import paged_attention_transformation
 from safetensors.numpy import load_file
 from tokenizers import Tokenizer
 
-from service.errors import SetupError
-from service.export import builtin
-from service.export.build import write_model_dir
-from service.export.codec_random import CODEC_PRESETS, random_codec_decoder_weights
-from service.export.presets import TEXT_SPECIAL_TOKENS, random_talker_weights, talker_config, tokenizer_vocab_size
-from service.export.tokenizer import special_token_ids, train_tokenizer
-from service.frontend.prompt import PromptBuilder
-from service.graphs.code_predictor import build_code_predictor
-from service.graphs.talker import build_talker
-from service.graphs.text_embedding import build_text
-from service.modeldir.manifest import ModelDir
+from wyoming_chorus.errors import SetupError
+from wyoming_chorus.export import builtin
+from wyoming_chorus.export.build import write_model_dir
+from wyoming_chorus.export.codec_random import CODEC_PRESETS, random_codec_decoder_weights
+from wyoming_chorus.export.presets import (
+    TEXT_SPECIAL_TOKENS,
+    random_talker_weights,
+    talker_config,
+    tokenizer_vocab_size,
+)
+from wyoming_chorus.export.tokenizer import special_token_ids, train_tokenizer
+from wyoming_chorus.frontend.prompt import PromptBuilder
+from wyoming_chorus.graphs.code_predictor import build_code_predictor
+from wyoming_chorus.graphs.talker import build_talker
+from wyoming_chorus.graphs.text_embedding import build_text
+from wyoming_chorus.modeldir.manifest import ModelDir
 
 from reference_numpy import CodePredictor, Talker, text_embeds
 

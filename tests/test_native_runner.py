@@ -1,4 +1,4 @@
-"""The native paged runner (service._native.Runner) on the built-in tiny model, against the stateful talker.xml
+"""The native paged runner (wyoming_chorus._native.Runner) on the built-in tiny model, against the stateful talker.xml
 and code_predictor.xml it is built from, compiled by OpenVINO's Python API at f32 (inference and KV cache)."""
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 from openvino._offline_transformations import paged_attention_transformation
 from safetensors.numpy import load_file
 
-from service import _native
-from service.engine.device import cpu_facts
-from service.export.builtin import resolve_model
+from wyoming_chorus import _native
+from wyoming_chorus.engine.device import cpu_facts
+from wyoming_chorus.export.builtin import resolve_model
 
 F32 = {"INFERENCE_PRECISION_HINT": "f32", "KV_CACHE_PRECISION": "f32"}
 CPU = cpu_facts()
@@ -380,7 +380,7 @@ def per_block_shapes(model: Model, kv: str, inference: str | None):
 def test_the_cpu_rule_of_service_device_is_the_plugins(model, kv, inference):
     """What engine.device lets through compiles, into the cache type it predicts; what it refuses fails to compile.
     Run on every machine, this keeps the rule honest for the CPU at hand (the f16 hint is left out: its refusals
-    are unmeasured guesses, see service/engine/device.py)."""
+    are unmeasured guesses, see wyoming_chorus/engine/device.py)."""
     expected = CPU.kv_caches(inference).get(kv)
     if expected is None:
         with pytest.raises(RuntimeError):

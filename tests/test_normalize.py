@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from num2words import num2words
 
-from service.frontend.normalize import LONGEST, RULES, normalize
+from wyoming_chorus.frontend.normalize import LONGEST, RULES, normalize
 
 
 @pytest.mark.parametrize(

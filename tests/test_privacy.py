@@ -44,7 +44,7 @@ def _hook(event, args):
             log.write(json.dumps({"pid": os.getpid(), "event": event, "host": str(host)}) + "\n")
 
 sys.addaudithook(_hook)
-from service.cli import main
+from wyoming_chorus.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -154,7 +154,7 @@ def test_no_socket_of_the_server_or_its_children_leaves_the_machine(tmp_path):
 
 _CHILD_SIGTERM = r"""
 import asyncio, os, signal, time
-import service  # noqa: F401  (what the server imports first)
+import wyoming_chorus  # noqa: F401  (what the server imports first)
 
 async def main():
     received = []

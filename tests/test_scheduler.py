@@ -8,9 +8,9 @@ from hypothesis import seed, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from service.engine.blocks import BlockManager, IntegrityError
-from service.engine.scheduler import Policy, Scheduler, StepResult
-from service.engine.sequence import FinishReason, Sequence, SequenceStatus, StepOutput
+from wyoming_chorus.engine.blocks import BlockManager, IntegrityError
+from wyoming_chorus.engine.scheduler import Policy, Scheduler, StepResult
+from wyoming_chorus.engine.sequence import FinishReason, Sequence, SequenceStatus, StepOutput
 
 H = 8
 

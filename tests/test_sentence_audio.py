@@ -6,12 +6,12 @@ import asyncio
 import pytest
 from wyoming.tts import SynthesizeVoice
 
-from service.app import model_dir
-from service.config import EngineSettings
-from service.errors import InvalidText
-from service.speech.api import Request
-from service.speech.speech import Speech
-from service.wyoming.playback import sentence_audio
+from wyoming_chorus.app import model_dir
+from wyoming_chorus.config import EngineSettings
+from wyoming_chorus.errors import InvalidText
+from wyoming_chorus.speech.api import Request
+from wyoming_chorus.speech.speech import Speech
+from wyoming_chorus.wyoming.playback import sentence_audio
 
 TINY = model_dir(EngineSettings())  # the built-in tiny model, resolved once
 SENTENCES = ["The kitchen timer has finished.", "Dinner is ready.", "Please come to the table."]

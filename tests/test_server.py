@@ -14,10 +14,10 @@ from wyoming.event import Event, async_read_event
 from wyoming.info import Describe, Info
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
 
-from service.metrics import Metrics
-from service.metrics_http import MetricsServer
-from service.wyoming.connections import ChorusServer
-from service.wyoming.listeners import bind_listener
+from wyoming_chorus.metrics import Metrics
+from wyoming_chorus.metrics_http import MetricsServer
+from wyoming_chorus.wyoming.connections import ChorusServer
+from wyoming_chorus.wyoming.listeners import bind_listener
 
 from helpers import HOST, SENTENCE, TIMEOUT, audio, free_port, read_until, send
 

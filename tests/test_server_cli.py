@@ -8,7 +8,7 @@ import wave
 import numpy as np
 import pytest
 
-from service.cli import main
+from wyoming_chorus.cli import main
 
 from helpers import free_port
 
@@ -79,8 +79,8 @@ def test_a_setup_mistake_is_one_line_naming_the_fix_and_exit_code_2(flags, named
 
 
 def test_a_kv_precision_this_cpu_cannot_run_is_one_line_naming_what_it_can(capsys):
-    from service.engine.device import check_device
-    from service.errors import SetupError
+    from wyoming_chorus.engine.device import check_device
+    from wyoming_chorus.errors import SetupError
 
     try:
         check_device("CPU", "bf16", "")

@@ -14,9 +14,9 @@ from wyoming.event import Event, async_read_event, async_write_event
 from wyoming.info import Describe
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
 
-from service.app import model_dir
-from service.config import EngineSettings
-from service.speech.speech import Speech
+from wyoming_chorus.app import model_dir
+from wyoming_chorus.config import EngineSettings
+from wyoming_chorus.speech.speech import Speech
 
 from helpers import SENTENCE, TIMEOUT, audio
 from test_limits import PROMPT, connect, limited_server, read_replies, until
@@ -41,7 +41,7 @@ def assert_ended_by_timeout(reply: list[Event], limit: str) -> None:
 
 
 async def test_a_silent_stream_is_ended_after_the_pause_timeout_and_the_connection_goes_on(chorus, caplog):
-    caplog.set_level(logging.INFO, logger="service.replies")
+    caplog.set_level(logging.INFO, logger="wyoming_chorus.replies")
     engine = chorus.service.engine
     async with limited_server(chorus, stream_pause_timeout=PAUSE) as (_, port):
         reader, writer = await connect(port)
@@ -68,7 +68,7 @@ async def test_a_silent_stream_is_ended_after_the_pause_timeout_and_the_connecti
         (stream,) = await read_replies(reader, 1, last_type="synthesize-stopped")
         assert len(audio(stream[:-1])) > 0
         writer.close()
-    lines = [r.getMessage() for r in caplog.records if r.name == "service.replies"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "wyoming_chorus.replies"]
     assert "error stream-timeout: no text for 0.5 s (server.stream_pause_timeout)" in lines[0], lines
 
 

@@ -13,9 +13,9 @@ from wyoming.client import AsyncTcpClient
 from wyoming.event import Event
 from wyoming.tts import SynthesizeChunk, SynthesizeStart, SynthesizeStop
 
-from service.errors import InvalidText
-from service.wyoming.reply import reply_text as Reply
-from service.wyoming.sentences import AMBIGUOUS_GRACE, GRACE
+from wyoming_chorus.errors import InvalidText
+from wyoming_chorus.wyoming.reply import reply_text as Reply
+from wyoming_chorus.wyoming.sentences import AMBIGUOUS_GRACE, GRACE
 
 from helpers import HOST, TIMEOUT, audio
 

@@ -16,7 +16,7 @@ from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe, Info
 from wyoming.tts import Synthesize, SynthesizeVoice
 
-from service.config import (
+from wyoming_chorus.config import (
     ConfigError,
     EngineSettings,
     MetricsSettings,
@@ -27,12 +27,12 @@ from service.config import (
     load_settings,
     load_voices,
 )
-from service.errors import InvalidText, RequestFailed, UnknownVoice
-from service.export.builtin import resolve_model
-from service.frontend.voices import Voices, build_voices
-from service.graphs.speaker_encoder import build_speaker_encoder, speaker_encoder_shapes
-from service.modeldir.manifest import ModelDir
-from service.speech.speech import Speech
+from wyoming_chorus.errors import InvalidText, RequestFailed, UnknownVoice
+from wyoming_chorus.export.builtin import resolve_model
+from wyoming_chorus.frontend.voices import Voices, build_voices
+from wyoming_chorus.graphs.speaker_encoder import build_speaker_encoder, speaker_encoder_shapes
+from wyoming_chorus.modeldir.manifest import ModelDir
+from wyoming_chorus.speech.speech import Speech
 
 from helpers import ServiceThread, free_port
 

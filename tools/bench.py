@@ -60,7 +60,7 @@ REPO = Path(__file__).resolve().parents[1]
 # ---- the model ------------------------------------------------------------------------------------------------------
 
 def model_dir(args) -> Path:
-    from service.export.builtin import resolve_model
+    from wyoming_chorus.export.builtin import resolve_model
 
     if args.model:
         return Path(args.model).expanduser().resolve()
@@ -74,7 +74,7 @@ def model_dir(args) -> Path:
         return base
     compressed = cache / f"{args.preset}-{args.weights}"
     if not (compressed / "chorus.json").exists():
-        from service.export.compress import compress_model_dir
+        from wyoming_chorus.export.compress import compress_model_dir
 
         log(f"compressing {base} to {args.weights} weights into {compressed} (once)")
         staging = compressed.with_name(compressed.name + ".partial")

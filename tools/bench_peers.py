@@ -8,7 +8,7 @@ Peers:
             vox.Engine(tmod, device="cpu", threads=--threads).stream(...), which yields audio chunks as decoded.
 
 The model is one random-weight CustomVoice checkpoint (nothing can be downloaded here), made with qwen-tts's own
-classes at the dimensions of service/export/presets.py (0.6b by default, tiny with --quick) and saved in the
+classes at the dimensions of wyoming_chorus/export/presets.py (0.6b by default, tiny with --quick) and saved in the
 Hugging Face layout; both peers load that same directory. It is built once and cached under --cache.
 
 Measured for each peer, every request the same text and speaker, greedy, and ended after exactly --frames frames
@@ -180,7 +180,7 @@ def _log(message: str) -> None:
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny model, 8 frames, 1 thread: a smoke run for CI")
-    parser.add_argument("--preset", default=None, help="model dimensions (service/export/presets.py); default 0.6b")
+    parser.add_argument("--preset", default=None, help="model dimensions (export/presets.py); default 0.6b")
     parser.add_argument("--frames", type=int, default=None, help="frames per request (default 50, quick 8)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[4, 8])
     parser.add_argument("--threads", type=int, default=None,

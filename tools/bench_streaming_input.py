@@ -62,7 +62,7 @@ def model_dir(args) -> str:
 
 
 def measure(model: str, streaming_input: bool, runs: int) -> list[dict]:
-    from service.config import EngineSettings, ServerSettings
+    from wyoming_chorus.config import EngineSettings, ServerSettings
 
     engine = EngineSettings(model=model, device="CPU", seed=7, benchmark_frames_per_word=5.0)
     server = dataclasses.replace(ServerSettings(), streaming_input=streaming_input)

@@ -37,7 +37,7 @@ from chorus_tools.fuzz.cases import Case, make_case
 from chorus_tools.fuzz.checks import Failure, probe, run_case
 from chorus_tools.probes import HOST
 from chorus_tools.servers import ServiceThread, loopback_settings
-from service.config import EngineSettings, MetricsSettings, ServerSettings
+from wyoming_chorus.config import EngineSettings, MetricsSettings, ServerSettings
 
 QUICK_CASES = 300
 

@@ -16,7 +16,7 @@ from pathlib import Path
 # Runnable from a checkout without installing the package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from service.export.presets import PRESETS, write_preset_model  # noqa: E402
+from wyoming_chorus.export.presets import PRESETS, write_preset_model  # noqa: E402
 
 
 def main() -> None:

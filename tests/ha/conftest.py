@@ -38,7 +38,8 @@ class ChorusUnderTest:
         if self.executable is None:
             return None
         python = Path(self.executable).with_name("python")
-        code = "import sys; from service.frontend.normalize import normalize; print(normalize(sys.argv[1], 'de'))"
+        code = ("import sys; from wyoming_chorus.frontend.normalize import normalize; "
+                "print(normalize(sys.argv[1], 'de'))")
         try:
             done = subprocess.run([str(python), "-c", code, text], capture_output=True, text=True, timeout=120)
         except (OSError, subprocess.TimeoutExpired):

@@ -4,7 +4,7 @@ never import each other; what two of them share lives here.
 
 How it is found: every entry point is run as a file, `python tools/X.py`, and Python puts the script's own folder
 first on sys.path, so `import chorus_tools` resolves with no path code in any script. The tests reach it through
-pytest's `pythonpath = ["tools"]` (pyproject.toml). Modules here import the served package (`service`) only inside
+pytest's `pythonpath = ["tools"]` (pyproject.toml). Modules here import the served package only inside
 the functions that need it, so that `client`, `probes` and the subprocess launcher also work in an environment
 without it (the Home Assistant check's venv).
 """

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import numpy as np
 
-from service.config import EngineSettings
-from service.engine.core import EngineCore
-from service.engine.runner import PagedRunner, RunnerOptions
-from service.engine.scheduler import ScheduledEntry
-from service.engine.sequence import SamplingParams, Sequence
-from service.engine.streaming_codec import StreamingCodecDecoder
-from service.modeldir.manifest import ModelDir
+from wyoming_chorus.config import EngineSettings
+from wyoming_chorus.engine.core import EngineCore
+from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
+from wyoming_chorus.engine.scheduler import ScheduledEntry
+from wyoming_chorus.engine.sequence import SamplingParams, Sequence
+from wyoming_chorus.engine.streaming_codec import StreamingCodecDecoder
+from wyoming_chorus.modeldir.manifest import ModelDir
 
 
 def start_batch(model: ModelDir, runner: PagedRunner, batch: int, context: int,

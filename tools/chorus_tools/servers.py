@@ -24,15 +24,15 @@ from typing import TYPE_CHECKING, Any
 from chorus_tools.probes import HOST, free_port
 
 if TYPE_CHECKING:
-    from service.config import EngineSettings, MetricsSettings, ServerSettings, Settings
+    from wyoming_chorus.config import EngineSettings, MetricsSettings, ServerSettings, Settings
 
 
 def chorus_program(executable: str | None = None) -> list[str]:
-    """`executable`, else the `wyoming-chorus` console script of this environment, else `python -m service`."""
+    """`executable`, else the `wyoming-chorus` console script of this environment, else `python -m wyoming_chorus`."""
     if executable:
         return [executable]
     installed = Path(sys.executable).with_name("wyoming-chorus")
-    return [str(installed)] if installed.exists() else [sys.executable, "-m", "service"]
+    return [str(installed)] if installed.exists() else [sys.executable, "-m", "wyoming_chorus"]
 
 
 class ServerProcess:
@@ -118,7 +118,7 @@ class ServerProcess:
 def _write_config(chosen: Path | None, overrides: dict[str, dict], scratch: Path) -> Path:
     import yaml
 
-    from service.config import default_config_path
+    from wyoming_chorus.config import default_config_path
 
     raw: dict[str, Any] = yaml.safe_load((chosen or default_config_path()).read_text(encoding="utf-8")) or {}
     for section, values in overrides.items():
@@ -132,7 +132,7 @@ def _write_config(chosen: Path | None, overrides: dict[str, dict], scratch: Path
 def loopback_settings(engine: EngineSettings, server: ServerSettings | None = None,
                       metrics: MetricsSettings | None = None) -> Settings:
     """Settings for a server on a free loopback port, zeroconf off; `metrics` None leaves the metrics server off."""
-    from service.config import MetricsSettings, ServerSettings, Settings, ZeroconfSettings
+    from wyoming_chorus.config import MetricsSettings, ServerSettings, Settings, ZeroconfSettings
 
     return Settings(server=dataclasses.replace(server or ServerSettings(), uri=f"tcp://{HOST}:{free_port()}"),
                     zeroconf=ZeroconfSettings(enabled=False), engine=engine,
@@ -146,7 +146,7 @@ class ServiceThread:
 
     def __init__(self, settings: Settings,
                  exception_handler: Callable[[asyncio.AbstractEventLoop, dict], None] | None = None):
-        from service.app import Service  # OpenVINO is imported only when a server is needed
+        from wyoming_chorus.app import Service  # OpenVINO is imported only when a server is needed
 
         self.settings = settings
         self.service = Service(settings)

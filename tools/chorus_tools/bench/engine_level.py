@@ -16,7 +16,7 @@ def stage_timings(model, runner, batch: int, context: int, steps: int) -> dict:
     step that re-runs each request's last row and emits nothing), the runner's whole frame, and the host's part of a
     step: its wall time minus the runner's (messages, schedule(), update(), the stats snapshot)."""
     from chorus_tools.engine_bench import start_batch
-    from service.engine.scheduler import ScheduledEntry
+    from wyoming_chorus.engine.scheduler import ScheduledEntry
 
     core, seqs = start_batch(model, runner, batch, context, frame_cap=2 * steps + 8)
 
@@ -52,10 +52,10 @@ def stage_timings(model, runner, batch: int, context: int, steps: int) -> dict:
 def kv_tokens(directory: Path, texts: list[tuple[str, str]]) -> list[dict]:
     """The KV rows each reply's sentences need at their last frame (prompt rows + frames - 1), built by the server's own
     sentence splitter and RequestBuilder with the benchmark's settings."""
-    from service.config import EngineSettings
-    from service.frontend.requests import RequestBuilder
-    from service.modeldir.manifest import ModelDir
-    from service.wyoming.sentences import StreamingSentences
+    from wyoming_chorus.config import EngineSettings
+    from wyoming_chorus.frontend.requests import RequestBuilder
+    from wyoming_chorus.modeldir.manifest import ModelDir
+    from wyoming_chorus.wyoming.sentences import StreamingSentences
 
     builder = RequestBuilder(ModelDir(directory), EngineSettings(benchmark_frames_per_word=5, seed=BENCH_SEED))
     replies, seen = [], set()
@@ -75,9 +75,9 @@ def kv_tokens(directory: Path, texts: list[tuple[str, str]]) -> list[dict]:
 
 def engine_phase(directory: Path, plan: Plan, texts: list[tuple[str, str]], isa_flags: set[str]) -> dict:
     from chorus_tools.engine_bench import bench_codec, kv_bytes_per_token
-    from service.engine.runner import PagedRunner, RunnerOptions
-    from service.errors import SetupError
-    from service.modeldir.manifest import ModelDir
+    from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
+    from wyoming_chorus.errors import SetupError
+    from wyoming_chorus.modeldir.manifest import ModelDir
 
     out: dict = {"skipped": {}}
     log("engine level: token counts of every reply in the run")

@@ -22,8 +22,8 @@ def fmt(value, digits: int = 2, unit: str = "") -> str:
 def machine(directory: Path, kv: str) -> dict:
     import openvino
 
-    from service.engine.device import cpu_facts
-    from service.modeldir.manifest import ModelDir
+    from wyoming_chorus.engine.device import cpu_facts
+    from wyoming_chorus.modeldir.manifest import ModelDir
 
     text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
     flags_line = re.search(r"^flags\s*:(.*)$", text, re.MULTILINE)

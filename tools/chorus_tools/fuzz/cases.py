@@ -7,8 +7,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from service.config import ServerSettings
-from service.wyoming.event_reader import MAX_HEADER_BYTES
+from wyoming_chorus.config import ServerSettings
+from wyoming_chorus.wyoming.event_reader import MAX_HEADER_BYTES
 
 VERSION = "1.10.2"
 

@@ -11,8 +11,8 @@ from wyoming.event import Event
 from chorus_tools.client import reset, send_raw
 from chorus_tools.fuzz.cases import Case, encode
 from chorus_tools.probes import HOST
-from service.config import ServerSettings
-from service.wyoming.event_reader import MAX_HEADER_BYTES, BadEvent, EventReader
+from wyoming_chorus.config import ServerSettings
+from wyoming_chorus.wyoming.event_reader import MAX_HEADER_BYTES, BadEvent, EventReader
 
 PROBE_TIMEOUT = 1.0  # Describe must be answered this fast after every case
 HANG = 10.0  # no event for this long while a reply is owed: the server hangs

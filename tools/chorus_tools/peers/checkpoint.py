@@ -40,9 +40,9 @@ def build_checkpoint(out: Path, preset: str, seed: int) -> None:
     from qwen_tts.core import Qwen3TTSTokenizerV2Config, Qwen3TTSTokenizerV2Model
     from qwen_tts.core.models import Qwen3TTSConfig, Qwen3TTSForConditionalGeneration
 
-    from service.export.codec_random import CODEC_PRESETS, random_codec_decoder_weights
-    from service.export.presets import TEXT_SPECIAL_TOKENS, talker_config, tokenizer_vocab_size
-    from service.export.tokenizer import special_token_ids, train_tokenizer
+    from wyoming_chorus.export.codec_random import CODEC_PRESETS, random_codec_decoder_weights
+    from wyoming_chorus.export.presets import TEXT_SPECIAL_TOKENS, talker_config, tokenizer_vocab_size
+    from wyoming_chorus.export.tokenizer import special_token_ids, train_tokenizer
 
     from hub_layout import write_tokenizer_files
 

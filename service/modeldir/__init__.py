@@ -1,4 +1,0 @@
-"""A model directory, read in one place: `ModelDir` (paths, the typed `Manifest` of chorus.json, embeddings).
-
-Every runtime component takes a ModelDir; nothing else parses chorus.json. Depends on nothing but service.errors.
-"""

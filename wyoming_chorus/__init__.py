@@ -1,0 +1,35 @@
+"""wyoming-chorus: a Wyoming text-to-speech server (Qwen3-TTS on OpenVINO, continuous batching, paged U8 KV cache).
+
+Importing this package makes the process private before anything imports OpenVINO:
+
+- OpenVINO's telemetry never runs. `import openvino` imports `openvino.tools.ovc`, which sends a usage event through
+  `openvino_telemetry`, forks a child to do it, and counts every run in ~/intel/stats. A voice service for a home
+  sends nothing anywhere. Marking the module absent in `sys.modules` makes every `import openvino_telemetry` fail,
+  and OpenVINO (and NNCF) then use their own no-op stand-ins: nothing is sent, forked or written.
+- No signal that a forked child receives can stop the server. asyncio delivers signals through a wakeup socket
+  (`signal.set_wakeup_fd`); a child forked without exec inherits that socket and the C signal handler, so a SIGTERM
+  sent to the child (OpenVINO's telemetry SIGTERMs its sender after 3 s on a network that drops traffic) would be
+  read by the server's loop as its own. In every forked child the wakeup socket is detached at once.
+
+Run from a checkout (`python -m wyoming_chorus` in the repository root), this package is the source tree, which has
+no compiled runner (`_native` is built into the installed copy only); `extend_path` appends the installed copy's
+directory to the package path, so the source's modules are used and `_native` resolves to the installed one.
+"""
+import os
+import signal
+import sys
+from pkgutil import extend_path
+
+__path__ = extend_path(__path__, __name__)
+
+sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]
+
+
+def _detach_signal_wakeup() -> None:
+    try:
+        signal.set_wakeup_fd(-1)
+    except ValueError:  # not the main thread of the main interpreter: that child cannot have asyncio's handlers
+        pass
+
+
+os.register_at_fork(after_in_child=_detach_signal_wakeup)

@@ -1,0 +1,161 @@
+"""From frames to the caller's PCM: a codec thread decodes each request's frames as they arrive and hands the audio
+to the request's sink, which carries it across into the caller's asyncio loop.
+
+Decoding runs beside the engine loop, not inside it, so a talker step never waits for the vocoder (on an iGPU the
+two even run on different devices). One worker keeps the frames of each request in order.
+"""
+from __future__ import annotations
+
+import hashlib
+import queue
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from wyoming_chorus.engine.streaming_codec import StreamingCodecDecoder
+from wyoming_chorus.errors import RequestFailed
+from wyoming_chorus.modeldir.manifest import ModelDir
+
+# The first chunk leaves after a few frames (4 frames = 320 ms of audio) so speech starts early; later chunks are
+# larger because every decoder call has a fixed cost.
+FIRST_CHUNK_FRAMES = 4
+CHUNK_FRAMES = 12
+# Cloned voices whose primed decoder state is kept (the least recently used goes first).
+PRIMED_VOICES = 8
+
+
+class AudioSink(Protocol):
+    """Where one request's audio goes (its handle, wyoming_chorus.speech.api.Handle); every call is thread-safe."""
+
+    def put(self, pcm: bytes) -> None: ...
+    def add_codes(self, codes: np.ndarray) -> None: ...
+    def finish(self) -> None: ...
+    def fail(self, error: BaseException) -> None: ...
+
+
+@dataclass
+class _Stream:
+    state: object
+    pending: list[np.ndarray] = field(default_factory=list)
+    emitted: bool = False
+
+    def ready(self) -> bool:
+        return len(self.pending) >= (CHUNK_FRAMES if self.emitted else FIRST_CHUNK_FRAMES)
+
+
+class CodecWorker:
+    """`on_failure(seq_id, error)` is told, on the codec thread, when decoding a request's frames fails: the engine
+    then ends that request through its one abort path (so no frame more is generated for it), and its sink learns of
+    the error from the fail() that follows. Without it, the sink is failed directly."""
+
+    def __init__(self, model: ModelDir, inference_precision: str,
+                 on_failure: Callable[[int, Exception], None] | None = None):
+        self._decoder = StreamingCodecDecoder(model / "codec_decoder.xml", inference_precision)
+        self._on_failure = on_failure
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._streams: dict[int, _Stream] = {}
+        self._failed: set[int] = set()  # requests whose decoding failed: their frames still queued are dropped
+        # In-context clones: the decoder's state after a clip's codes, by the codes' digest, so that a voice's later
+        # requests start from it instead of decoding the clip again (~5 MB each at real dims; the few most recent).
+        self._primed: OrderedDict[bytes, list[np.ndarray]] = OrderedDict()
+        self._thread = threading.Thread(target=self._run, name="chorus-codec", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def warm_up(self, frames: np.ndarray) -> None:
+        self._decoder.push(self._decoder.new_stream(), frames)
+
+    def stop(self, timeout: float) -> None:
+        self._jobs.put(None)
+        self._thread.join(timeout)
+
+    # Called from the engine thread (prime: when the request is added, before its first step); the work happens on
+    # the codec thread, in order.
+    def prime(self, seq_id: int, sink: AudioSink, codes: np.ndarray) -> None:
+        """Decode `codes` [n, 16] first and drop their audio: the decoder's causal state then continues from them.
+
+        In-context cloning: the reference decodes the clip's codes ++ the generated codes as one utterance and cuts
+        int(n / total * samples) samples, which is n * 1920 except where float rounding makes it one less (~4% of
+        (n, total) pairs; its output then starts with the clip part's last sample). This cuts exactly n * 1920:
+        the total is not known while streaming."""
+        self._jobs.put(("prime", seq_id, sink, codes))
+
+    def push(self, seq_id: int, sink: AudioSink, codes: np.ndarray) -> None:
+        self._jobs.put(("frame", seq_id, sink, codes))
+
+    def close(self, seq_id: int, sink: AudioSink) -> None:
+        self._jobs.put(("close", seq_id, sink, None))
+
+    def fail(self, seq_id: int, sink: AudioSink, error: Exception) -> None:
+        self._jobs.put(("fail", seq_id, sink, error))
+
+    def abort(self, seq_id: int, sink: AudioSink) -> None:
+        """Frames not yet decoded are discarded, and the sink fails with "aborted"."""
+        self._jobs.put(("abort", seq_id, sink, None))
+
+    def _run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            kind, seq_id, sink, payload = job
+            try:
+                self._handle(kind, seq_id, sink, payload)
+            except Exception as error:  # a decoder failure ends this reply only
+                self._streams.pop(seq_id, None)
+                if self._on_failure is None:
+                    sink.fail(error)
+                else:
+                    self._failed.add(seq_id)
+                    self._on_failure(seq_id, error)
+
+    def _handle(self, kind: str, seq_id: int, sink: AudioSink, payload) -> None:
+        if seq_id in self._failed:
+            if kind in ("prime", "frame"):
+                return  # its decoder state is gone: decoding on from zero would be wrong audio
+            self._failed.discard(seq_id)
+        if kind == "prime":
+            key = hashlib.blake2b(np.ascontiguousarray(payload, np.int64).tobytes(), digest_size=16).digest()
+            if key in self._primed:
+                self._primed.move_to_end(key)
+                self._streams[seq_id] = _Stream(self._decoder.stream_from(self._primed[key]))
+                return
+            stream = self._streams[seq_id] = _Stream(self._decoder.new_stream())
+            self._decoder.push(stream.state, payload)
+            self._primed[key] = self._decoder.snapshot(stream.state)
+            while len(self._primed) > PRIMED_VOICES:
+                self._primed.popitem(last=False)
+            return
+        if kind == "frame":
+            sink.add_codes(payload)
+            live = self._streams.get(seq_id)
+            if live is None:
+                live = self._streams[seq_id] = _Stream(self._decoder.new_stream())
+            live.pending.append(payload)
+            if live.ready():
+                self._emit(live, sink)
+            return
+        ended = self._streams.pop(seq_id, None)
+        if kind == "close":
+            if ended is not None and ended.pending:
+                self._emit(ended, sink)
+            sink.finish()
+        elif kind == "fail":
+            sink.fail(payload)
+        else:  # aborted: by the caller, who reads no more, or by a shutdown, whose caller must not take it as done
+            sink.fail(RequestFailed("the request was aborted"))
+
+    def _emit(self, stream: _Stream, sink: AudioSink) -> None:
+        audio = self._decoder.push(stream.state, np.stack(stream.pending))
+        stream.pending.clear()
+        stream.emitted = True
+        sink.put(pcm16(audio))
+
+
+def pcm16(audio: np.ndarray) -> bytes:
+    return (np.clip(np.asarray(audio).reshape(-1), -1.0, 1.0) * 32767.0).round().astype("<i2").tobytes()

@@ -1,0 +1,141 @@
+"""What this machine's OpenVINO devices can run, asked before anything is compiled.
+
+A device that is not there, or a KV cache type the CPU plugin's PagedAttention cannot keep, would otherwise surface
+as a plugin traceback from deep inside compile_model. Here both become one SetupError that names what does work.
+
+The CPU rule (openvino 2026.4.1): attention computes in the model's inference precision, and the paged kernel pairs
+each inference precision with only some cache types. Measured on the paged talker (the f32 row on an AVX2 CPU with
+every hint, the bf16 row on an AMX CPU, see the shared PagedAttention note):
+
+| inference (what the plugin runs) | u8 | f16 | bf16 | f32 |
+|---|---|---|---|---|
+| f32 (the default without avx512_bf16; any bf16/f16 hint the CPU lacks falls back to it) | u8 | f16 | fails | f32 |
+| bf16 (the default with avx512_bf16 / AMX) | u8 | kept as bf16 | bf16 | fails |
+| f16 (a hint, on CPUs with FP16) | u8 | f16 | ? | ? |
+
+The f16 row follows the plugin's kernel selection (u8 or f16 caches only); no machine here has FP16 to measure it,
+so the two unknown cells are refused rather than guessed.
+"""
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import openvino as ov
+import openvino.opset13 as ops
+
+from wyoming_chorus.errors import SetupError
+
+# The requested KV_CACHE_PRECISION -> the type the cache then holds, by the precision attention computes in.
+_CPU_KV_CACHE = {
+    "f32": {"u8": "u8", "f16": "f16", "f32": "f32"},
+    "bf16": {"u8": "u8", "f16": "bf16", "bf16": "bf16"},
+    "f16": {"u8": "u8", "f16": "f16"},
+}
+
+# The most telling of these /proc/cpuinfo flags names the CPU in messages ("this CPU (avx2)").
+_ISA_FLAGS = ("amx_bf16", "avx512_bf16", "avx512f", "avx2")
+
+
+@dataclass(frozen=True)
+class CpuFacts:
+    """The CPU plugin's view of this CPU: OPTIMIZATION_CAPABILITIES (which bf16 / f16 hints it honours), the
+    inference precision it computes in when given no hint, and a name for messages. The default is measured, not
+    derived from the capabilities: BF16 is also listed on avx2_vnni_2 CPUs, where the default stays f32."""
+
+    capabilities: tuple[str, ...]
+    default_inference: str
+    isa: str
+
+    def inference_precision(self, hint: str) -> str:
+        """The precision the plugin computes in for an INFERENCE_PRECISION_HINT ("" = none): a bf16 or f16 hint the
+        CPU lacks is ignored and the plugin computes in f32."""
+        if not hint:
+            return self.default_inference
+        if hint == "bf16":
+            return "bf16" if "BF16" in self.capabilities else "f32"
+        if hint == "f16":
+            return "f16" if "FP16" in self.capabilities else "f32"
+        if hint == "f32":
+            return "f32"
+        raise ValueError(f"inference_precision must be '', f32, bf16 or f16, got {hint!r}")
+
+    def kv_caches(self, hint: str) -> dict[str, str]:
+        """The KV precisions the paged talker can run at this hint, each mapped to the type its cache holds."""
+        return dict(_CPU_KV_CACHE[self.inference_precision(hint)])
+
+    def kv_error(self, kv_precision: str, hint: str) -> str | None:
+        """Why kv_precision cannot run at this hint, as one line naming what can; None when it can run."""
+        runnable = self.kv_caches(hint)
+        if kv_precision in runnable:
+            return None
+        inference = self.inference_precision(hint)
+        # Name the inference precision only where it is a choice (an AVX2 CPU computes in f32 whatever the hint).
+        choices = {self.inference_precision(other) for other in ("", "f32", "bf16", "f16")}
+        at = f" at {'its default ' if not hint else ''}{inference} inference" if len(choices) > 1 else ""
+        can = ", ".join(kv if kept == kv else f"{kv} (kept as {kept})" for kv, kept in runnable.items())
+        # Another hint helps only if the CPU honours it (a hint it lacks computes in f32 again).
+        fixes = [f"{kv_precision} with engine.inference_precision {other}" for other in ("f32", "bf16", "f16")
+                 if self.inference_precision(other) == other != inference and kv_precision in self.kv_caches(other)]
+        return (f"engine.kv_precision {kv_precision}: this CPU ({self.isa}) cannot run {_article(kv_precision)} "
+                f"{kv_precision} KV cache{at}; it can run {can}" + "".join(f", or {fix}" for fix in fixes))
+
+
+def resolve_device(requested: str, available: Sequence[str]) -> str:
+    """The device to compile for: AUTO is a GPU when OpenVINO sees one, else the CPU (the AUTO plugin itself is not
+    used: it may move a model between devices, while the paged cache is allocated on one). GPU and GPU.N must be
+    present; GPU.0 is also the single GPU that OpenVINO lists as plain "GPU"."""
+    gpus = [name for name in available if name.startswith("GPU")]
+    if requested == "AUTO":
+        return "GPU" if gpus else "CPU"
+    present = requested in available or (requested == "GPU" and gpus) or (requested == "GPU.0" and "GPU" in gpus)
+    if not present:
+        fallback = "CPU or AUTO" if "CPU" in available else "one of them"
+        raise SetupError(f"engine.device {requested}: OpenVINO sees no such device here; devices present: "
+                         f"{', '.join(available) or 'none'} (use {fallback})")
+    return requested
+
+
+def check_device(requested: str, kv_precision: str, inference_precision: str) -> str:
+    """The device the runner compiles for, after checking that it exists and can keep a kv_precision cache at that
+    inference precision; raises SetupError otherwise. KV types are checked on the CPU only: the GPU plugin's rules
+    were not measured, so there its compile decides."""
+    device = resolve_device(requested, available_devices())
+    if device == "CPU":
+        error = cpu_facts().kv_error(kv_precision, inference_precision)
+        if error:
+            raise SetupError(error)
+    return device
+
+
+@functools.cache
+def available_devices() -> tuple[str, ...]:
+    return tuple(ov.Core().available_devices)
+
+
+@functools.cache
+def cpu_facts() -> CpuFacts:
+    """This CPU's facts. The default inference precision is read from a compiled one-op model (~50 ms): the plugin
+    settles its default while compiling, so the core-level INFERENCE_PRECISION_HINT need not show it."""
+    core = ov.Core()
+    capabilities = tuple(core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"))
+    x = ops.parameter([1], ov.Type.f32)
+    probe = core.compile_model(ov.Model([ops.relu(x)], [x]), "CPU")
+    default = probe.get_property("INFERENCE_PRECISION_HINT").get_type_name()
+    return CpuFacts(capabilities, default, _isa() or core.get_property("CPU", "FULL_DEVICE_NAME"))
+
+
+def _isa() -> str:
+    try:
+        found = re.search(r"^flags\s*:(.*)$", Path("/proc/cpuinfo").read_text(), re.MULTILINE)
+    except OSError:
+        return ""
+    flags = set(found.group(1).split()) if found else set()
+    return next((flag for flag in _ISA_FLAGS if flag in flags), "")
+
+
+def _article(precision: str) -> str:
+    return "an" if precision.startswith("f") else "a"  # an f32, a u8, a bf16

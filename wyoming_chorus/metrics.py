@@ -1,0 +1,64 @@
+"""Prometheus metrics (wyoming_chorus.metrics_http serves them at /metrics beside a /health probe).
+
+Each Metrics object owns its own CollectorRegistry, so several engines (tests) never clash over global names.
+"""
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+REQUEST_STATUSES = ("ok", "error", "aborted", "rejected")
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry | None = None):
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.kv_blocks_total = Gauge("chorus_kv_blocks_total", "KV cache blocks in the pool", registry=r)
+        self.kv_blocks_used = Gauge("chorus_kv_blocks_used", "KV cache blocks held by requests", registry=r)
+        # The engine's requests are sentences: a reply of three sentences is three of them.
+        self.requests_running = Gauge("chorus_requests_running", "Sentences in the running batch", registry=r)
+        self.kv_blocks_cached = Gauge(
+            "chorus_kv_blocks_cached", "Free KV blocks that still hold a prompt prefix (reused by a later request "
+            "with the same prompt start, else handed out last)", registry=r)
+        self.prefix_rows_reused_total = Counter(
+            "chorus_prefix_rows_reused", "Prompt rows whose KV was taken from the prefix cache instead of computed",
+            registry=r)
+        self.shared_requests_total = Counter(
+            "chorus_shared_requests_total", "Sentences served by attaching to an identical generation already "
+            "running (no batch place, no KV blocks of their own)", registry=r)
+        self.requests_awaiting_text = Gauge(
+            "chorus_requests_awaiting_text", "Requests of a streamed text waiting for its next words, out of the "
+            "batch: they keep their KV blocks while the pool has room, and take no batch place", registry=r)
+        self.requests_waiting = Gauge(
+            "chorus_requests_waiting", "Sentences waiting to be admitted (preempted ones re-enter past "
+            "engine.max_waiting, so this can exceed it)", registry=r)
+        # What clients asked for: one per synthesize event or stream, refused ones included (bad text, unknown
+        # voice, malformed data, queue full), so that the sum over statuses is the number of requests received.
+        self.requests_total = Counter(
+            "chorus_requests_total", "Replies (synthesize requests and streams) by outcome", ["status"], registry=r
+        )
+        self.sentences_total = Counter(
+            "chorus_sentences_total", "Sentences the engine finished, by outcome", ["status"], registry=r
+        )
+        for status in REQUEST_STATUSES:  # export every outcome from the start, not only once it has happened
+            self.requests_total.labels(status=status)
+            self.sentences_total.labels(status=status)
+        self.frames_total = Counter("chorus_frames_total", "Audio frames generated", registry=r)
+        self.preemptions_total = Counter(
+            "chorus_preemptions_total", "Requests preempted (blocks freed, recomputed later)", registry=r
+        )
+        self.batch_size = Histogram(
+            "chorus_batch_size", "Requests in one engine step", registry=r,
+            buckets=(1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64),
+        )
+        self.step_seconds = Histogram(
+            "chorus_step_seconds", "Duration of one engine step", registry=r,
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.08, 0.1, 0.25, 0.5, 1.0),
+        )
+        self.time_to_first_audio = Histogram(
+            "chorus_time_to_first_audio_seconds", "From request to its first PCM chunk", registry=r,
+            buckets=(0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0),
+        )
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
