@@ -82,38 +82,68 @@ private:
     Runner runner_;
 };
 
-nb::tuple step(PyRunner& self, In<float> embeds, In<int32_t> new_lens, In<int32_t> past_lens, In<int32_t> block_table,
-               In<int32_t> block_table_begins, In<uint8_t> emit, In<float> text_next, In<int32_t> frame_index,
-               In<uint64_t> seeds, In<float> temperature, In<int32_t> top_k, In<float> top_p, In<float> rep_penalty,
-               In<float> sub_temperature, In<int32_t> sub_top_k, In<float> sub_top_p, In<int32_t> history,
-               In<int32_t> history_begins, int64_t min_new_tokens, bool want_logits) {
-    // Designated initialisers name the member each array lands in, so a mix-up of two same-typed spans (top_k and
-    // sub_top_k, say) shows at the call rather than compiling silently; they must follow StepInput's member order.
-    const StepInput in{
-        .embeds = matrix_of(embeds, "embeds"),
-        .new_lens = vector_of(new_lens, "new_lens"),
-        .past_lens = vector_of(past_lens, "past_lens"),
-        .block_table = vector_of(block_table, "block_table"),
-        .block_table_begins = vector_of(block_table_begins, "block_table_begins"),
-        .emit = vector_of(emit, "emit"),
-        .text_next = matrix_of(text_next, "text_next"),
-        .frame_index = vector_of(frame_index, "frame_index"),
-        .seeds = vector_of(seeds, "seeds"),
-        .temperature = vector_of(temperature, "temperature"),
-        .top_k = vector_of(top_k, "top_k"),
-        .top_p = vector_of(top_p, "top_p"),
-        .rep_penalty = vector_of(rep_penalty, "rep_penalty"),
-        .sub_temperature = vector_of(sub_temperature, "sub_temperature"),
-        .sub_top_k = vector_of(sub_top_k, "sub_top_k"),
-        .sub_top_p = vector_of(sub_top_p, "sub_top_p"),
-        .history = vector_of(history, "history"),
-        .history_begins = vector_of(history_begins, "history_begins"),
-        .min_new_tokens = min_new_tokens,
-        .want_logits = want_logits,
+// Reads a Python StepBatch (wyoming_chorus/engine/step_batch.py) field by field, by name, into views of its arrays.
+// Nothing is converted: a field of another dtype or layout is a ValueError naming it. Each array read is kept here, so
+// its buffer outlives the step even if the attribute is computed.
+class BatchReader {
+public:
+    explicit BatchReader(nb::handle batch) : batch_(batch) {}
+
+    template <class T>
+    std::span<const T> vector(const char* name) { return vector_of(array<T>(name), name); }
+
+    template <class T>
+    Matrix<T> matrix(const char* name) { return matrix_of(array<T>(name), name); }
+
+    template <class T>
+    T scalar(const char* name) { return nb::cast<T>(nb::getattr(batch_, name)); }
+
+private:
+    template <class T>
+    In<T> array(const char* name) {
+        nb::object value = nb::getattr(batch_, name);
+        In<T> view;
+        if (!nb::try_cast(value, view, /*convert=*/false)) {
+            throw std::invalid_argument(std::string("Runner.step: StepBatch.") + name +
+                                        " must be a C-contiguous numpy array of the dtype step_batch.py gives it");
+        }
+        kept_.push_back(std::move(value));
+        return view;
+    }
+
+    nb::handle batch_;
+    std::vector<nb::object> kept_;
+};
+
+nb::tuple step(PyRunner& self, nb::handle batch) {
+    BatchReader read(batch);
+    // Designated initialisers name the member each field lands in; they follow StepBatch's member order.
+    const StepBatch in{
+        .embeds = read.matrix<float>("embeds"),
+        .new_lens = read.vector<int32_t>("new_lens"),
+        .past_lens = read.vector<int32_t>("past_lens"),
+        .block_table = read.vector<int32_t>("block_table"),
+        .block_table_begins = read.vector<int32_t>("block_table_begins"),
+        .emit = read.vector<uint8_t>("emit"),
+        .text_next = read.matrix<float>("text_next"),
+        .frame_index = read.vector<int32_t>("frame_index"),
+        .seeds = read.vector<uint64_t>("seeds"),
+        .temperature = read.vector<float>("temperature"),
+        .top_k = read.vector<int32_t>("top_k"),
+        .top_p = read.vector<float>("top_p"),
+        .rep_penalty = read.vector<float>("rep_penalty"),
+        .sub_temperature = read.vector<float>("sub_temperature"),
+        .sub_top_k = read.vector<int32_t>("sub_top_k"),
+        .sub_top_p = read.vector<float>("sub_top_p"),
+        .history = read.vector<int32_t>("history"),
+        .history_begins = read.vector<int32_t>("history_begins"),
+        .min_new_tokens = read.scalar<int64_t>("min_new_tokens"),
+        .want_logits = read.scalar<bool>("want_logits"),
     };
+    const bool want_logits = in.want_logits;
     StepOutput out;
     {
-        // The arguments above hold their (possibly converted) buffers until this function returns.
+        // `read` holds the batch's arrays until this function returns.
         nb::gil_scoped_release release;
         out = self.runner().step(in);
     }
@@ -136,12 +166,8 @@ NB_MODULE(_native, m) {
              nb::arg("talker_xml"), nb::arg("code_predictor_xml"), nb::arg("codec_embedding"),
              nb::arg("cp_codec_embedding"), nb::arg("device"), nb::arg("kv_precision"), nb::arg("inference_precision"),
              nb::arg("num_blocks"), nb::arg("kv_cache_bytes"), nb::arg("eos_id"), nb::arg("suppress_from"))
-        .def("step", &step, nb::arg("embeds"), nb::arg("new_lens"), nb::arg("past_lens"), nb::arg("block_table"),
-             nb::arg("block_table_begins"), nb::arg("emit"), nb::arg("text_next"), nb::arg("frame_index"),
-             nb::arg("seeds"), nb::arg("temperature"), nb::arg("top_k"), nb::arg("top_p"), nb::arg("rep_penalty"),
-             nb::arg("sub_temperature"), nb::arg("sub_top_k"), nb::arg("sub_top_p"), nb::arg("history"),
-             nb::arg("history_begins"), nb::arg("min_new_tokens"), nb::arg("want_logits"),
-             "One model step for every scheduled entry; returns (codes, is_eos, next_embeds, logits | None).")
+        .def("step", &step, nb::arg("batch"),
+             "One model step for every entry of a StepBatch; returns (codes, is_eos, next_embeds, logits | None).")
         .def_prop_ro("block_size", [](PyRunner& self) { return self.runner().block_size(); })
         .def_prop_ro("num_blocks", [](PyRunner& self) { return self.runner().num_blocks(); })
         .def_prop_ro("bytes_per_block", [](PyRunner& self) { return self.runner().bytes_per_block(); })

@@ -52,7 +52,7 @@ Runner::Runner(const RunnerOptions& options)
     filter_.emplace(CodecHeadRules{options.eos_id, options.suppress_from}, codec_embedding_.rows);
 }
 
-StepOutput Runner::step(const StepInput& in) {
+StepOutput Runner::step(const StepBatch& in) {
     std::lock_guard lock(mutex_);
     validate_step(in, StepLimits{hidden_size(), codec_embedding_.rows, block_size(), num_blocks()});
     talker_->infer(in);

@@ -35,7 +35,7 @@ class Runner {
 public:
     explicit Runner(const RunnerOptions& options);
 
-    StepOutput step(const StepInput& in);
+    StepOutput step(const StepBatch& in);
 
     std::size_t block_size() const { return talker_->cache().block_size(); }
     std::size_t num_blocks() const { return talker_->cache().num_blocks(); }

@@ -43,7 +43,7 @@ void expect_sampling(float temperature, int32_t top_k, float top_p, std::size_t 
 
 }  // namespace
 
-void validate_step(const StepInput& in, const StepLimits& limits) {
+void validate_step(const StepBatch& in, const StepLimits& limits) {
     const std::size_t entries = in.entries();
     if (entries == 0) fail("the batch is empty");
     if (in.embeds.cols != limits.hidden_size) {

@@ -1,5 +1,6 @@
 #pragma once
-// The arrays of one Runner.step call, as views of the caller's buffers, and the outputs it produces.
+// The arrays of one Runner.step call, as views of the caller's buffers, and the outputs it produces. The member names
+// are the fields of wyoming_chorus/engine/step_batch.py, which bindings.cpp reads by name.
 // Layout of the flat arrays (S entries, N = sum of new_lens rows):
 //
 //   embeds        [N, H]   entry 0's new rows | entry 1's new rows | ...
@@ -20,7 +21,7 @@ struct Matrix {
     const T* row(std::size_t index) const { return data.data() + index * cols; }
 };
 
-struct StepInput {
+struct StepBatch {
     Matrix<float> embeds;
     std::span<const int32_t> new_lens;
     std::span<const int32_t> past_lens;
@@ -54,7 +55,7 @@ struct StepLimits {
 };
 
 // Throws std::invalid_argument (ValueError in Python) naming the first inconsistency found.
-void validate_step(const StepInput& in, const StepLimits& limits);
+void validate_step(const StepBatch& in, const StepLimits& limits);
 
 struct StepOutput {
     std::vector<int32_t> codes;       // [S, groups]

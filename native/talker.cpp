@@ -99,7 +99,7 @@ ov::element::Type PagedTalker::inference_precision() const {
     return compiled_.get_property(ov::hint::inference_precision);
 }
 
-void PagedTalker::infer(const StepInput& in) {
+void PagedTalker::infer(const StepBatch& in) {
     const std::size_t entries = in.entries();
     const std::size_t rows = in.embeds.rows;
     position_ids_.resize(rows);
@@ -128,7 +128,7 @@ void PagedTalker::infer(const StepInput& in) {
 
 // Input tensors wrap the caller's buffers (never written by the plugin): no copies of the embeddings. They are
 // views only for the length of infer(); park_inputs() takes them off the request again.
-void PagedTalker::set_inputs(const StepInput& in) {
+void PagedTalker::set_inputs(const StepBatch& in) {
     const std::size_t entries = in.entries();
     const std::size_t rows = in.embeds.rows;
     auto wrap = [](auto span, ov::element::Type type, ov::Shape shape) {

@@ -26,7 +26,7 @@ public:
 
     // Runs the step's rows; afterwards logits_row / hidden_row read row r of this infer (until the next one). The
     // request keeps no view of `in` once it returns.
-    void infer(const StepInput& in);
+    void infer(const StepBatch& in);
     const float* logits_row(std::size_t row) const;
     const float* hidden_row(std::size_t row) const;
 
@@ -50,7 +50,7 @@ private:
         ov::Tensor parked;
     };
 
-    void set_inputs(const StepInput& in);
+    void set_inputs(const StepBatch& in);
     void park_inputs();
 
     ov::CompiledModel compiled_;

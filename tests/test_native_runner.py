@@ -3,7 +3,7 @@ and code_predictor.xml it is built from, compiled by OpenVINO's Python API at f3
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import openvino as ov
@@ -13,6 +13,7 @@ from safetensors.numpy import load_file
 
 from wyoming_chorus import _native
 from wyoming_chorus.engine.device import cpu_facts
+from wyoming_chorus.engine.step_batch import StepBatch
 from wyoming_chorus.export.builtin import resolve_model
 
 F32 = {"INFERENCE_PRECISION_HINT": "f32", "KV_CACHE_PRECISION": "f32"}
@@ -74,21 +75,22 @@ class Entry:
     text_next: np.ndarray | None = None
 
 
-def step_arrays(entries: list[Entry], hidden: int, min_new_tokens: int = 2, want_logits: bool = True) -> dict:
+def step_batch(entries: list[Entry], hidden: int, min_new_tokens: int = 2, want_logits: bool = True) -> StepBatch:
     def begins(lengths):
         return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
 
     def per_entry(name, dtype):
         return np.array([getattr(e, name) for e in entries], dtype=dtype)
 
-    return dict(
+    return StepBatch(
         embeds=np.concatenate([e.rows for e in entries]).astype(np.float32),
         new_lens=np.array([len(e.rows) for e in entries], np.int32),
         past_lens=per_entry("past", np.int32),
         block_table=np.concatenate([e.blocks for e in entries]).astype(np.int32),
         block_table_begins=begins([len(e.blocks) for e in entries]),
         emit=per_entry("emit", np.uint8),
-        text_next=np.stack([np.zeros(hidden, np.float32) if e.text_next is None else e.text_next for e in entries]),
+        text_next=np.stack([np.zeros(hidden, np.float32) if e.text_next is None else e.text_next for e in entries])
+        .astype(np.float32),
         frame_index=per_entry("frame", np.int32),
         seeds=per_entry("seed", np.uint64),
         temperature=per_entry("temperature", np.float32),
@@ -106,7 +108,7 @@ def step_arrays(entries: list[Entry], hidden: int, min_new_tokens: int = 2, want
 
 
 def run_step(runner, entries: list[Entry], hidden: int, **options):
-    return runner.step(**step_arrays(entries, hidden, **options))
+    return runner.step(step_batch(entries, hidden, **options))
 
 
 class StatefulReference:
@@ -405,33 +407,39 @@ def test_block_geometry_is_read_from_the_compiled_model(model, kv, inference):
           f"value {shapes['value_cache.0'][1]} per layer, {bytes_per_block // runner.block_size} bytes/token")
 
 
-def valid_step(model: Model) -> dict:
+def valid_step(model: Model) -> StepBatch:
     rng = np.random.default_rng(5)
-    return step_arrays([Entry(rows(rng, 3, model.hidden), 0, [0]), Entry(rows(rng, 1, model.hidden), 4, [1])],
+    return step_batch([Entry(rows(rng, 3, model.hidden), 0, [0]), Entry(rows(rng, 1, model.hidden), 4, [1])],
                        model.hidden)
 
 
+def i32(*values: int) -> np.ndarray:
+    return np.array(values, np.int32)
+
+
 BAD_STEPS = {
-    "rows do not add up": lambda a: a.update(new_lens=np.array([3, 2], np.int32)),
-    "too few blocks": lambda a: a.update(past_lens=np.array([0, 40], np.int32)),
-    "block out of range": lambda a: a.update(block_table=np.array([0, 16], np.int32)),
-    "begins past the end": lambda a: a.update(block_table_begins=np.array([0, 1, 3], np.int32)),
-    "1-D embeds": lambda a: a.update(embeds=a["embeds"].ravel()),
-    "wrong width": lambda a: a.update(embeds=a["embeds"][:, :-1].copy()),
-    "empty batch": lambda a: a.update(new_lens=np.zeros(0, np.int32)),
-    "history code": lambda a: a.update(history=np.array([5000], np.int32), history_begins=np.array([0, 1, 1])),
-    "top_p zero": lambda a: a.update(top_p=np.zeros(2, np.float32)),
-    "zero new rows": lambda a: a.update(new_lens=np.array([4, 0], np.int32)),
+    "rows do not add up": lambda b: replace(b, new_lens=i32(3, 2)),
+    "too few blocks": lambda b: replace(b, past_lens=i32(0, 40)),
+    "block out of range": lambda b: replace(b, block_table=i32(0, 16)),
+    "begins past the end": lambda b: replace(b, block_table_begins=i32(0, 1, 3)),
+    "1-D embeds": lambda b: replace(b, embeds=b.embeds.ravel()),
+    "wrong width": lambda b: replace(b, embeds=b.embeds[:, :-1].copy()),
+    "empty batch": lambda b: replace(b, new_lens=np.zeros(0, np.int32)),
+    "history code": lambda b: replace(b, history=i32(5000), history_begins=i32(0, 1, 1)),
+    "top_p zero": lambda b: replace(b, top_p=np.zeros(2, np.float32)),
+    "zero new rows": lambda b: replace(b, new_lens=i32(4, 0)),
+    # Nothing is converted on the way in: another dtype, or a strided view, is refused by name.
+    "int64 block table": lambda b: replace(b, block_table=b.block_table.astype(np.int64)),
+    "strided embeds": lambda b: replace(b, embeds=np.repeat(b.embeds, 2, axis=1)[:, ::2]),
 }
 
 
 @pytest.mark.parametrize("case", BAD_STEPS)
 def test_bad_step_input_raises_value_error(model, f32_runner, case):
-    arrays = valid_step(model)
-    f32_runner.step(**arrays)  # the unmodified step is fine
-    BAD_STEPS[case](arrays)
+    batch = valid_step(model)
+    f32_runner.step(batch)  # the unmodified step is fine
     with pytest.raises(ValueError):
-        f32_runner.step(**arrays)
+        f32_runner.step(BAD_STEPS[case](batch))
 
 
 @pytest.mark.parametrize("change", [dict(kv="u7"), dict(device="TPU"), dict(device="AUTO"), dict(device="GPU.x"),

@@ -1,16 +1,13 @@
 # Types of the compiled runner (native/bindings.cpp), for mypy.
 import numpy as np
 
+from wyoming_chorus.engine.step_batch import StepBatch
+
 class Runner:
     def __init__(self, talker_xml: str, code_predictor_xml: str, codec_embedding: np.ndarray,
                  cp_codec_embedding: np.ndarray, device: str, kv_precision: str, inference_precision: str,
                  num_blocks: int, kv_cache_bytes: int, eos_id: int, suppress_from: int) -> None: ...
-    def step(self, embeds: np.ndarray, new_lens: np.ndarray, past_lens: np.ndarray, block_table: np.ndarray,
-             block_table_begins: np.ndarray, emit: np.ndarray, text_next: np.ndarray, frame_index: np.ndarray,
-             seeds: np.ndarray, temperature: np.ndarray, top_k: np.ndarray, top_p: np.ndarray,
-             rep_penalty: np.ndarray, sub_temperature: np.ndarray, sub_top_k: np.ndarray, sub_top_p: np.ndarray,
-             history: np.ndarray, history_begins: np.ndarray, min_new_tokens: int,
-             want_logits: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]: ...
+    def step(self, batch: StepBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]: ...
     @property
     def block_size(self) -> int: ...
     @property
