@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from wyoming_chorus import _native
-from wyoming_chorus.config import _device as _config_device
+from wyoming_chorus.config_checks import device as _config_device
 from wyoming_chorus.engine.device import CpuFacts, available_devices, resolve_device
 from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
 from wyoming_chorus.errors import SetupError
