@@ -60,5 +60,23 @@ class Metrics:
             buckets=(0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0),
         )
 
+        # Playback as each reply's listener hears it (wyoming_chorus/playback_clock.py): audio plays at 1x from a
+        # reply's first chunk, so a chunk written after the audio before it has run out is an underrun.
+        self.playback_underruns = Counter(
+            "chorus_playback_underruns", "Times a reply's listener ran out of audio before its next chunk", registry=r)
+        self.playback_underrun_seconds = Counter(
+            "chorus_playback_underrun_seconds", "Silence heard inside replies, waiting for their next chunk",
+            registry=r)
+        self.playback_slack = Histogram(
+            "chorus_playback_slack_seconds", "Audio a reply's listener had left to play, per request and step",
+            registry=r, buckets=(-1.0, 0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0),
+        )
+        self.time_to_5s_audio = Histogram(
+            "chorus_time_to_5s_audio_seconds",
+            "From a reply's text to its first 5 s of audio written (or its end, if shorter): when Home Assistant's "
+            "ffmpeg conversion releases its first sound", registry=r,
+            buckets=(0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0),
+        )
+
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -187,7 +187,7 @@ class EngineCore:
         self._steps += 1
         self._frames += len(result.new_frames)
         return StepReport(preempted, self._scheduler.has_work(), len(entries), len(result.new_frames),
-                          tuple(seq.id for seq in result.finished), seconds, runner_seconds)
+                          tuple(seq.id for seq in result.finished), seconds, runner_seconds, slack=_slack(entries))
 
     def _snapshot(self) -> EngineStats:
         s, blocks = self._scheduler, self._scheduler.blocks
@@ -308,6 +308,8 @@ class EngineCore:
             m.batch_size.observe(report.batch)
             m.step_seconds.observe(report.seconds)
             m.frames_total.inc(report.frames)
+            for slack in report.slack:
+                m.playback_slack.observe(slack)
         m.kv_blocks_used.set(stats.blocks_used)
         m.requests_running.set(stats.running)
         m.requests_awaiting_text.set(stats.awaiting_text)
@@ -316,3 +318,9 @@ class EngineCore:
             m.prefix_rows_reused_total.inc(stats.rows_reused - self._rows_reused_counted)
             self._rows_reused_counted = stats.rows_reused
         m.requests_waiting.set(stats.waiting)
+
+
+def _slack(entries: list[ScheduledEntry]) -> tuple[float, ...]:
+    """Each entry's reply playback slack (seconds its listener has left to play), where playback has begun."""
+    now = time.monotonic()
+    return tuple(slack for e in entries if e.seq.clock is not None and (slack := e.seq.clock.slack(now)) is not None)

@@ -9,6 +9,8 @@ from enum import Enum
 
 import numpy as np
 
+from wyoming_chorus.playback_clock import PlaybackClock
+
 NUM_CODE_GROUPS = 16
 
 
@@ -70,6 +72,8 @@ class Sequence:
         # Generated ahead of need (a reply's next sentence while the current one is heard): admitted only when no
         # other request waits, and the first to give its place up to one that does. promote() ends it.
         self.deferred = False
+        # The reply's playback as its listener hears it (None: no listener keeps time, e.g. synth or a benchmark).
+        self.clock: PlaybackClock | None = None
         # In-context cloning: the clip's codes [n, 16], decoded before the generated frames and their audio dropped.
         self.codec_prefix: np.ndarray | None = None
         # The voice, the language code it speaks (None: the model decides) and whether that was told from the text.

@@ -34,3 +34,4 @@ class StepReport:
     seconds: float = 0.0  # the batch's time: runner and update (chorus_step_seconds)
     runner_seconds: float = 0.0  # the runner's part of it; the rest of a step's wall time is the host's
     failed: bool = False  # the runner raised: the batch's requests ended with an error
+    slack: tuple[float, ...] = ()  # the playback slack of each request in the step whose listener hears audio

@@ -24,6 +24,7 @@ from wyoming_chorus.engine.sequence import Sequence
 from wyoming_chorus.errors import EngineError, RequestFailed
 from wyoming_chorus.frontend.language import choose_language
 from wyoming_chorus.frontend.requests import RequestBuilder, TextFeed
+from wyoming_chorus.playback_clock import PlaybackClock
 
 _LOG = logging.getLogger(__name__)
 
@@ -45,6 +46,8 @@ class TextRequest(Protocol):
     def seed(self) -> int | None: ...
     @property
     def deferred(self) -> bool: ...
+    @property
+    def clock(self) -> PlaybackClock | None: ...
 
 
 class Client(Protocol):
@@ -271,6 +274,7 @@ class FrontEnd:
         else:
             seq = self.builder.build(*args)
         seq.deferred = request.deferred and not ticket.is_needed
+        seq.clock = request.clock
         assert seq.voice is not None  # the builder names the voice it found
         handle.started(seq.voice, seq.language, seq.language_detected)
         if not self._engine.add(seq, handle):

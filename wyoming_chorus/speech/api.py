@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
+
+from wyoming_chorus.playback_clock import PlaybackClock
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,9 @@ class Request:
     seed: int | None = None
     deferred: bool = False           # audio made ahead of need (a reply's next sentence) until Handle.needed()
     keep_codes: bool = False         # keep each frame's 16 codes in Handle.codes (synth --save-codes, tests)
+    # The reply's playback as its listener hears it (every sentence of a reply shares one), read by the engine.
+    # Not part of what a request is: identical requests of two replies still share one generation (see sharing.py).
+    clock: PlaybackClock | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

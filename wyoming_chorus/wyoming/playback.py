@@ -13,6 +13,7 @@ from typing import Any
 
 from wyoming.tts import SynthesizeVoice
 
+from wyoming_chorus.playback_clock import PlaybackClock
 from wyoming_chorus.speech.api import Handle, Request, RequestInfo
 from wyoming_chorus.wyoming.speech_engine import SpeechEngine
 from wyoming_chorus.wyoming.utterances import Utterance
@@ -25,11 +26,12 @@ _END = None
 
 
 async def sentence_audio(engine: SpeechEngine, sentences: AsyncIterator[str | Utterance], voice: SynthesizeVoice,
-                         lookahead: int = LOOKAHEAD,
-                         on_info: Callable[[RequestInfo], None] | None = None) -> AsyncGenerator[bytes, None]:
+                         lookahead: int = LOOKAHEAD, on_info: Callable[[RequestInfo], None] | None = None,
+                         clock: PlaybackClock | None = None) -> AsyncGenerator[bytes, None]:
     """PCM of every sentence in order. An error (of the text or of a sentence) is raised where it occurs in the
     order, so the audio before it is still delivered. Closing the iterator aborts every sentence still running.
-    `on_info` is told what the engine chose for each sentence (voice, language), in the order they were opened."""
+    `on_info` is told what the engine chose for each sentence (voice, language), in the order they were opened.
+    `clock`, the reply's playback as its listener hears it, goes with every sentence to the engine."""
     slots = asyncio.Semaphore(lookahead)
     handles: asyncio.Queue[Handle | Exception | None] = asyncio.Queue()  # in order; then _END or an error
     opened: list[Handle] = []
@@ -43,7 +45,7 @@ async def sentence_audio(engine: SpeechEngine, sentences: AsyncIterator[str | Ut
                 needed_now = handles.empty() and not reading
                 text = sentence if isinstance(sentence, str) else None
                 handle = engine.open(Request(text, voice=voice.name, speaker=voice.speaker, language=voice.language,
-                                             deferred=not needed_now))
+                                             deferred=not needed_now, clock=clock))
                 if on_info is not None:
                     handle.info.add_done_callback(_told(on_info))
                 if isinstance(sentence, Utterance):

@@ -22,7 +22,7 @@ class ReplyLog:
         self._voice: str | None = None
         self._languages: list[str] = []  # each language in the order the reply's requests spoke them
         self._bytes_per_second = sample_rate * sample_width
-        self._started = time.monotonic()
+        self.started = time.monotonic()
         self._first_audio: float | None = None
         self._audio_bytes = 0
 
@@ -41,7 +41,7 @@ class ReplyLog:
     def done(self, status: str, characters: int, text_since: float | None) -> None:
         """`text_since`: when the reply's first text arrived (a stream's text may come long after it opened)."""
         ended = time.monotonic()
-        start = text_since if text_since is not None else self._started
+        start = text_since if text_since is not None else self.started
         seconds = self._audio_bytes / self._bytes_per_second
         spoken = self._languages or ["auto"]
         language = f"language {spoken[0]}" if len(spoken) == 1 else f"languages {', '.join(spoken)}"

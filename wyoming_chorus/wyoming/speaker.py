@@ -13,6 +13,7 @@ from wyoming.tts import SynthesizeVoice
 
 from wyoming_chorus.errors import QueueFull, ReplyError
 from wyoming_chorus.metrics import Metrics
+from wyoming_chorus.playback_clock import PlaybackClock
 from wyoming_chorus.wyoming.audio_out import CHANNELS, SAMPLE_WIDTH, AudioOut
 from wyoming_chorus.wyoming.event_writer import EventWriter
 from wyoming_chorus.wyoming.playback import sentence_audio
@@ -21,6 +22,10 @@ from wyoming_chorus.wyoming.reply_log import ReplyLog
 from wyoming_chorus.wyoming.speech_engine import SpeechEngine
 
 _LOG = logging.getLogger(__name__)
+
+# Home Assistant converts most TTS audio with ffmpeg, which releases nothing until about this much audio (or the end):
+# the time to it is when a household hears the first sound (chorus_time_to_5s_audio_seconds).
+FIRST_SOUND_SECONDS = 5.0
 
 
 class Speaker:
@@ -115,15 +120,17 @@ class Speaker:
         audio = self._audio_out()
         self._speaking = (reply, audio)
         log = ReplyLog(self._peer, engine.sample_rate, SAMPLE_WIDTH * CHANNELS)
+        listener = _Listener(self._metrics, engine.sample_rate * SAMPLE_WIDTH * CHANNELS)
         voice = reply.voice or SynthesizeVoice()
         status, counted = "aborted: the client left", "aborted"  # unless it gets further than a cancellation
         try:
             try:
-                sentences = sentence_audio(engine, reply.sentences(), voice, on_info=log.spoke)
+                sentences = sentence_audio(engine, reply.sentences(), voice, on_info=log.spoke, clock=listener.clock)
                 async with contextlib.aclosing(sentences) as pcm_chunks:
                     async for pcm in pcm_chunks:
                         log.audio(pcm)
                         await audio.write(pcm)
+                        listener.heard(pcm, reply.text_since or log.started)
                 status = counted = "ok"
             except ReplyError as error:
                 status = f"error {error.code}: {error}"
@@ -137,6 +144,38 @@ class Speaker:
         finally:
             # Before the reply's last event: whoever has the whole reply finds it counted and its line in the log.
             self._metrics.requests_total.labels(status=counted).inc()
+            if counted == "ok":
+                listener.ended(reply.text_since or log.started)
             log.done(status, reply.characters, reply.text_since)
         await audio.end(reply.streaming)
         self._speaking = None
+
+
+class _Listener:
+    """One reply's playback clock as its listener hears it, and the playback metrics it feeds."""
+
+    def __init__(self, metrics: Metrics, bytes_per_second: int):
+        self.clock = PlaybackClock()
+        self._metrics = metrics
+        self._bytes_per_second = bytes_per_second
+        self._first_sound_counted = False
+
+    def heard(self, pcm: bytes, since: float) -> None:
+        """`pcm` was just written; `since`: when the reply's text began."""
+        now = time.monotonic()
+        dry = self.clock.wrote(len(pcm) / self._bytes_per_second, now)
+        if dry > 0:
+            self._metrics.playback_underruns.inc()
+            self._metrics.playback_underrun_seconds.inc(dry)
+        if self.clock.written >= FIRST_SOUND_SECONDS:
+            self._first_sound(now - since)
+
+    def ended(self, since: float) -> None:
+        """A reply shorter than FIRST_SOUND_SECONDS is released by the conversion at its end."""
+        if self.clock.written > 0:
+            self._first_sound(time.monotonic() - since)
+
+    def _first_sound(self, seconds: float) -> None:
+        if not self._first_sound_counted:
+            self._first_sound_counted = True
+            self._metrics.time_to_5s_audio.observe(seconds)
