@@ -59,7 +59,7 @@ class Service:
             # Resolving, loading and compiling the model take seconds (a first download minutes); off the loop so
             # signals are still handled meanwhile.
             model = await asyncio.to_thread(model_dir, s.engine)
-            self.engine = await asyncio.to_thread(Speech, model, s.engine, self.metrics, s.voices)
+            self.engine = await asyncio.to_thread(Speech, model, s.engine, self.metrics, s.voices, s.scheduler)
             await asyncio.to_thread(self.engine.start)  # the warm-up compiles: signals are handled meanwhile
             for line in self.engine.summary():
                 _LOG.info("%s", line)

@@ -105,6 +105,14 @@ class EngineSettings:
 
 
 @dataclass(frozen=True)
+class SchedulerSettings:
+    policy: str = _setting("playback", check.one_of("playback", "fcfs"))
+    head_start_seconds: float = _setting(5.0, check.seconds)
+    min_slack_seconds: float = _setting(1.0, check.seconds)
+    max_slack_seconds: float = _setting(4.0, check.seconds)
+
+
+@dataclass(frozen=True)
 class MetricsSettings:
     enabled: bool = _setting(True, check.boolean)
     address: str = _setting("0.0.0.0", check.text())
@@ -127,6 +135,7 @@ class Settings:
     server: ServerSettings = field(default_factory=ServerSettings)
     zeroconf: ZeroconfSettings = field(default_factory=ZeroconfSettings)
     engine: EngineSettings = field(default_factory=EngineSettings)
+    scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
     voices: VoicesSettings = field(default_factory=VoicesSettings)
 

@@ -71,6 +71,9 @@ class Metrics:
             "chorus_playback_slack_seconds", "Audio a reply's listener had left to play, per request and step",
             registry=r, buckets=(-1.0, 0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0),
         )
+        self.realtime_rooms = Gauge(
+            "chorus_realtime_rooms", "Requests one engine step can hold now with each still in real time (one frame "
+            "of audio per frame's duration), from the measured step cost", registry=r)
         self.time_to_5s_audio = Histogram(
             "chorus_time_to_5s_audio_seconds",
             "From a reply's text to its first 5 s of audio written (or its end, if shorter): when Home Assistant's "

@@ -18,14 +18,17 @@ from dataclasses import replace
 
 import numpy as np
 
-from wyoming_chorus.config import EngineSettings
+from wyoming_chorus.config import EngineSettings, SchedulerSettings
 from wyoming_chorus.engine.audio_output import AudioSink, CodecWorker
 from wyoming_chorus.engine.blocks import BlockManager
 from wyoming_chorus.engine.messages import Abort, Add, CheckIntegrity, CodecFailed, FeedText, Message, Promote, Stop
+from wyoming_chorus.engine.playback_policy import policy_for
 from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
 from wyoming_chorus.engine.scheduler import ScheduledEntry, Scheduler
 from wyoming_chorus.engine.sequence import FinishReason, Sequence
 from wyoming_chorus.engine.stats import EngineStats, StepReport
+from wyoming_chorus.engine.step_cost import StepCost
+from wyoming_chorus.engine.step_metrics import StepMetrics, playback_slack
 from wyoming_chorus.errors import QueueFull, RequestFailed
 from wyoming_chorus.metrics import Metrics
 from wyoming_chorus.modeldir.manifest import ModelDir
@@ -46,9 +49,9 @@ _IDLE_SECONDS = 1.0
 
 class EngineCore:
     def __init__(self, model: ModelDir, settings: EngineSettings, metrics: Metrics | None = None,
-                 runner: PagedRunner | None = None):
+                 runner: PagedRunner | None = None, scheduling: SchedulerSettings | None = None):
         """`runner`: one already built for `model` (benchmarks share one between cores), in place of one made from
-        `settings`."""
+        `settings`. `scheduling`: which running requests take each step (scheduler.*)."""
         self.settings = settings
         self.metrics = metrics or Metrics()
         self.model = model
@@ -58,6 +61,9 @@ class EngineCore:
             kv_cache_bytes=settings.kv_cache_mb << 20))
         self.sample_rate = model.manifest.sample_rate
         self.codec = CodecWorker(model, settings.inference_precision, on_failure=self._codec_failed)
+        self.step_cost = StepCost()
+        frame_seconds = model.manifest.samples_per_frame / model.manifest.sample_rate
+        self._observer = StepMetrics(self.metrics, self.step_cost, frame_seconds, settings.max_batch)
         # Owned by whoever steps (the engine thread once started): the scheduler and its block pool, the sink of
         # every request (None: an offline request, whose caller reads its frames), whether it is stopping, counts.
         self._scheduler = Scheduler(
@@ -66,10 +72,11 @@ class EngineCore:
             max_waiting=settings.max_waiting,
             token_budget=settings.step_token_budget,
             policy=settings.policy,
+            playback=policy_for(scheduling or SchedulerSettings(), self.step_cost, frame_seconds),
         )
         self._sinks: dict[int, AudioSink | None] = {}
         self._stopping = False
-        self._steps = self._frames = self._rows_reused_counted = 0
+        self._steps = self._frames = 0
         # The one way into the engine. `_accepting` says whether a message put now will still be read: by the caller
         # that steps before start(), then by the engine thread. It is cleared (under `_life`) when that thread ends,
         # before it fails whatever is left, so that no request can slip in behind the last look and wait for ever.
@@ -179,6 +186,7 @@ class EngineCore:
         runner_seconds = time.perf_counter() - started
         result = self._scheduler.update(entries, output)
         seconds = time.perf_counter() - started
+        self.step_cost.record(len(entries), seconds)
         for seq, codes in result.new_frames:
             if (sink := self._sinks[seq.id]) is not None:
                 self.codec.push(seq.id, sink, codes)
@@ -187,7 +195,8 @@ class EngineCore:
         self._steps += 1
         self._frames += len(result.new_frames)
         return StepReport(preempted, self._scheduler.has_work(), len(entries), len(result.new_frames),
-                          tuple(seq.id for seq in result.finished), seconds, runner_seconds, slack=_slack(entries))
+                          tuple(seq.id for seq in result.finished), seconds, runner_seconds,
+                          slack=playback_slack(entries))
 
     def _snapshot(self) -> EngineStats:
         s, blocks = self._scheduler, self._scheduler.blocks
@@ -204,7 +213,7 @@ class EngineCore:
                 if idle:
                     self._wait_for_message()
                 report = self.step()
-                self._observe(report)
+                self._observer.observe(report, self._stats, self._scheduler.requests.values())
                 idle = not report.batch and not report.preempted
         except Exception:  # a bug in the loop must end every reply, not hang the callers
             _LOG.exception("engine loop crashed")
@@ -299,28 +308,3 @@ class EngineCore:
         else:
             self.codec.close(seq.id, sink)
 
-    def _observe(self, report: StepReport) -> None:
-        """The engine thread's metrics, from what the step did and the stats it published (steps taken before
-        start, the warm-up's and a benchmark's, count in neither)."""
-        m, stats = self.metrics, self._stats
-        m.preemptions_total.inc(report.preempted)
-        if report.batch and not report.failed:
-            m.batch_size.observe(report.batch)
-            m.step_seconds.observe(report.seconds)
-            m.frames_total.inc(report.frames)
-            for slack in report.slack:
-                m.playback_slack.observe(slack)
-        m.kv_blocks_used.set(stats.blocks_used)
-        m.requests_running.set(stats.running)
-        m.requests_awaiting_text.set(stats.awaiting_text)
-        m.kv_blocks_cached.set(stats.blocks_cached)
-        if stats.rows_reused > self._rows_reused_counted:
-            m.prefix_rows_reused_total.inc(stats.rows_reused - self._rows_reused_counted)
-            self._rows_reused_counted = stats.rows_reused
-        m.requests_waiting.set(stats.waiting)
-
-
-def _slack(entries: list[ScheduledEntry]) -> tuple[float, ...]:
-    """Each entry's reply playback slack (seconds its listener has left to play), where playback has begun."""
-    now = time.monotonic()
-    return tuple(slack for e in entries if e.seq.clock is not None and (slack := e.seq.clock.slack(now)) is not None)

@@ -11,6 +11,7 @@ from itertools import chain
 import numpy as np
 
 from .blocks import BlockManager, IntegrityError
+from .playback_policy import PlaybackPolicy
 from .sequence import FinishReason, Sequence, SequenceStatus, StepOutput
 
 
@@ -35,7 +36,7 @@ class StepResult:
 
 class Scheduler:
     def __init__(self, blocks: BlockManager, max_running: int, max_waiting: int, token_budget: int,
-                 policy: Policy | str = Policy.CONTINUOUS):
+                 policy: Policy | str = Policy.CONTINUOUS, playback: PlaybackPolicy | None = None):
         if max_running < 1 or max_waiting < 0:
             raise ValueError(f"need max_running >= 1 and max_waiting >= 0, got {max_running} and {max_waiting}")
         if token_budget < max_running:
@@ -46,6 +47,7 @@ class Scheduler:
         self.max_waiting = max_waiting
         self.token_budget = token_budget
         self.policy = Policy(policy)
+        self.playback = playback  # None: every running request takes every step (first come, first served)
         self.waiting: deque[Sequence] = deque()  # arrival order; preempted requests go back to the front
         self.running: list[Sequence] = []  # the batch, in admission order: the last one is the first preempted
         self.parked: list[Sequence] = []  # hold blocks, out of the batch until their text comes; oldest first
@@ -91,31 +93,33 @@ class Scheduler:
         return seq
 
     def schedule(self) -> list[ScheduledEntry]:
-        """Running requests go first, in admission order; each takes its next chunk (one row when decoding, at most
-        the remaining token budget when prefilling, ending on a block boundary unless it reaches the last row: see
-        _chunk) and the blocks to cover it. Only the newest running request can be mid-prefill, since a chunk the
-        budget cuts short uses the budget up and so stops admission: every decode is thus scheduled before any
-        prefill chunk, and the budget (at least max_running) covers all of them. When the pool is dry, the request
-        parked longest is preempted first, then the most recently admitted running request (blocks freed, back to
-        the front of waiting, recomputed from row 0 later), until the allocation fits; that may be the requester
-        itself, and one prefilling ahead of its text is parked instead. A full batch also gives up its newest
-        deferred request when a needed one that can run waits. Then, unless this step preempted (re-admitting a
-        victim at once would only thrash), requests join the batch while the running cap and the remaining budget
-        allow, each with its next chunk: needed ones before deferred ones, and within each, parked requests (they
-        kept their blocks) before waiting ones in arrival order; the static policy admits only into an empty batch.
-        One that does not fit the free blocks takes a parked request's blocks (preempting it), else stops admission
-        (arrival order), except that a request awaiting text is passed over instead. Why parking: a request
-        awaiting text runs no step, so update() takes it out of the batch once it has computed all it can; it keeps
-        its blocks while the pool has room and is the first to lose them, and it takes only free places and blocks,
-        never preempting, so silent streams can hold neither the batch nor the pool against requests that can run.
-        An entry emits a frame when its chunk reaches the request's last row."""
+        """Running requests go first, in admission order, except those the playback policy sits out this step (their
+        listeners have audio enough: see playback_policy.py; they keep their blocks and places); each takes its next
+        chunk (one row when decoding, at most the remaining token budget when prefilling, ending on a block boundary
+        unless it reaches the last row: see _chunk) and the blocks to cover it. Only the newest running request can
+        be mid-prefill, since a chunk the budget cuts short uses the budget up and so stops admission: every decode
+        is thus scheduled before any prefill chunk, and the budget (at least max_running) covers all of them. When
+        the pool is dry, the request parked longest is preempted first, then the most recently admitted running
+        request (blocks freed, back to the front of waiting, recomputed from row 0 later), until the allocation fits;
+        that may be the requester itself, and one prefilling ahead of its text is parked instead. A full batch also
+        gives up its newest deferred request when a needed one that can run waits. Then, unless this step preempted
+        (re-admitting a victim at once would only thrash), requests join the batch while the running cap and the
+        remaining budget allow, each with its next chunk: needed ones before deferred ones, and within each, parked
+        requests (they kept their blocks) before waiting ones in arrival order; the static policy admits only into an
+        empty batch. One that does not fit the free blocks takes a parked request's blocks (preempting it), else
+        stops admission (arrival order), except that a request awaiting text is passed over instead. Why parking: a
+        request awaiting text runs no step, so update() takes it out of the batch once it has computed all it can; it
+        keeps its blocks while the pool has room and is the first to lose them, and it takes only free places and
+        blocks, never preempting, so silent streams can hold neither the batch nor the pool against requests that can
+        run. An entry emits a frame when its chunk reaches the request's last row."""
         self.preempted = []
         self._make_room_for_urgent()
         entries: list[ScheduledEntry] = []
         budget = self.token_budget
+        sitting_out = self.playback.skipped(self.running) if self.playback else set()
         for seq in list(self.running):
-            if seq.status is not SequenceStatus.RUNNING:
-                continue  # preempted earlier in this loop for an older request
+            if seq.status is not SequenceStatus.RUNNING or seq.id in sitting_out:
+                continue  # preempted earlier in this loop for an older request, or its listener has audio enough
             num_new = self._chunk(seq, seq.num_computed, budget)
             while self.blocks.allocate(seq, seq.num_computed + num_new) is None:
                 if seq.awaiting_text:  # prefilling ahead of its text: it takes free blocks only

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import AsyncGenerator
 
-from wyoming_chorus.config import EngineSettings, VoicesSettings
+from wyoming_chorus.config import EngineSettings, SchedulerSettings, VoicesSettings
 from wyoming_chorus.engine.core import EngineCore
 from wyoming_chorus.engine.stats import EngineStats
 from wyoming_chorus.engine.summary import summary
@@ -29,13 +29,13 @@ REPLAY_SECONDS = 60
 
 class Speech:
     def __init__(self, model: ModelDir, settings: EngineSettings, metrics: Metrics | None = None,
-                 voices: VoicesSettings | None = None):
+                 voices: VoicesSettings | None = None, scheduling: SchedulerSettings | None = None):
         """`model` is the directory `settings.model` resolved to (wyoming_chorus.app.model_dir)."""
         self.settings = settings
         self.model = model
         # Used by the front-end thread alone once started (tests may build with it before).
         self.requests = RequestBuilder(self.model, settings, voices)
-        self.core = EngineCore(self.model, settings, metrics)
+        self.core = EngineCore(self.model, settings, metrics, scheduling=scheduling)
         self.front_end = FrontEnd(self.requests, self.core)
         self.metrics = self.core.metrics
         self.sample_rate = self.core.sample_rate

@@ -1,0 +1,199 @@
+"""The playback policy (scheduler.policy: playback) over the fake runner, with scripted clocks: who takes each step,
+who sits it out, and that blocks and accounting stay exact. No server, no OpenVINO."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from wyoming_chorus.engine.blocks import BlockManager
+from wyoming_chorus.engine.playback_policy import PlaybackLimits, PlaybackPolicy
+from wyoming_chorus.engine.scheduler import Scheduler
+from wyoming_chorus.engine.step_cost import StepCost
+from wyoming_chorus.playback_clock import PlaybackClock
+
+from test_scheduler import FakeRunner, Recorder, make_seq
+
+FRAME = 0.08
+
+
+class Time:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def cost(**seconds_by_batch: float) -> StepCost:
+    measured = StepCost()
+    for batch, seconds in seconds_by_batch.items():
+        measured.record(int(batch.removeprefix("b")), seconds)
+    return measured
+
+
+def listener(time: Time, written: float, played: float) -> PlaybackClock:
+    """A clock whose listener has heard `played` seconds of `written` (no pause so far)."""
+    clock = PlaybackClock()
+    clock.wrote(written, now=time.now - played)
+    return clock
+
+
+def seq_with(seq_id: int, clock: PlaybackClock | None):
+    seq = make_seq(seq_id, 2, 60)
+    seq.clock = clock
+    return seq
+
+
+def policy(time: Time, step_cost: StepCost | None = None) -> PlaybackPolicy:
+    return PlaybackPolicy(PlaybackLimits(5.0, 1.0, 4.0), step_cost or StepCost(), FRAME, now=time)
+
+
+# ---- the step cost ---------------------------------------------------------------------------------------------
+
+def test_step_cost_interpolates_and_extends_the_measured_sizes():
+    measured = cost(b1=0.05, b4=0.08)
+    assert measured.predict(1) == pytest.approx(0.05) and measured.predict(2) == pytest.approx(0.06)
+    assert measured.predict(8) == pytest.approx(0.08 + 4 * 0.01)  # the last slope, extended
+    assert cost(b2=0.1).predict(4) == pytest.approx(0.2)  # one size alone: proportional, the cautious guess
+    assert cost(b4=0.1).predict(1) == pytest.approx(0.1)
+    assert StepCost().predict(3) is None and StepCost().rooms_in_real_time(FRAME, 16) is None
+    assert measured.rooms_in_real_time(FRAME, 16) == 4
+
+
+def test_step_cost_follows_the_machine_as_it_drifts():
+    measured = cost(b1=0.2)
+    for _ in range(30):
+        measured.record(1, 0.05)
+    assert measured.predict(1) == pytest.approx(0.05, rel=0.01)
+
+
+# ---- who takes the step -----------------------------------------------------------------------------------------
+
+def test_a_reply_with_plenty_of_audio_sits_out_while_others_need_steps():
+    time = Time()
+    new, reader = seq_with(1, PlaybackClock()), seq_with(2, listener(time, written=20.0, played=10.0))
+    assert policy(time).skipped([new, reader]) == {2}  # 10 s left to play: more than max_slack
+    assert policy(time).skipped([reader]) == set()  # alone, it runs: an idle box saves nothing
+
+
+def test_head_starts_always_run_and_cut_low_slack_readers_when_the_step_would_fall_behind():
+    time = Time()
+    slow = cost(b1=0.05, b2=0.07, b3=0.09)  # three in a step is slower than real time
+    new = seq_with(1, PlaybackClock())
+    long_reader = seq_with(2, listener(time, written=60.0, played=59.5))
+    short_reader = seq_with(3, listener(time, written=8.0, played=7.5))
+    # Both readers are urgent (0.5 s left), one fits: the one with less audio delivered; the pause falls on the other.
+    assert policy(time, slow).skipped([long_reader, short_reader, new]) == {2}
+    # Without a head start running, urgent readers all run, whatever the cost.
+    assert policy(time, slow).skipped([long_reader, short_reader]) == set()
+
+
+def test_readers_with_room_join_only_while_the_step_stays_in_real_time():
+    time = Time()
+    new = seq_with(1, None)  # no listener to pace: runs like a head start
+    readers = [seq_with(i, listener(time, written=10.0 + i, played=8.0 + i - 0.5 * i)) for i in (2, 3, 4)]
+    # slack: 2.0, 2.5, 3.0 s: none urgent, none full
+    assert policy(time, cost(b1=0.03, b2=0.05, b3=0.07, b4=0.09)).skipped([new, *readers]) == {4}
+    assert policy(time, cost(b1=0.03, b4=0.06)).skipped([new, *readers]) == set()  # batching is nearly free here
+    assert policy(time).skipped([new, *readers]) == set()  # nothing measured yet: nobody is cut
+
+
+def test_a_reply_silent_for_a_head_start_gets_one_again():
+    time = Time()
+    slow = cost(b1=0.07, b2=0.09)
+    starved = seq_with(2, listener(time, written=30.0, played=36.0))  # its listener has heard nothing for 6 s
+    new = seq_with(1, PlaybackClock())
+    assert policy(time, slow).skipped([new, starved]) == set()
+
+
+# ---- in the scheduler -------------------------------------------------------------------------------------------
+
+def test_a_request_sitting_out_keeps_its_blocks_and_place_and_later_runs_to_its_end():
+    time = Time()
+    blocks = BlockManager(64, 4)
+    sched = Scheduler(blocks, 4, 8, 64, playback=policy(time))
+    rec = Recorder(sched, FakeRunner(blocks, eos_at={1: 6, 2: 6}))
+    reader, new = seq_with(1, listener(time, written=20.0, played=5.0)), seq_with(2, PlaybackClock())
+    sched.add(reader)
+    sched.add(new)
+    entries, _ = rec.step()  # both prefill: nobody has audio from this engine yet
+    assert [e.seq.id for e in entries] == [1, 2]
+    held = list(reader.block_table)
+    for _ in range(3):
+        entries, _ = rec.step()
+        assert [e.seq.id for e in entries] == [2]  # the reader has 15 s buffered: it sits out
+        assert reader.block_table == held and reader in sched.running
+    reader.clock = listener(time, written=20.0, played=19.5)  # its listener has caught up
+    rec.run()
+    rec.assert_frames(1, 6)
+    rec.assert_frames(2, 6)
+    assert blocks.num_used == 0
+
+
+class PlaybackMachine(RuleBasedStateMachine):
+    """Requests arrive, the loop writes each frame's audio as it is made, time passes, steps run. Blocks and
+    accounting stay exact after every step; a head start is never sat out; a reply silent for a head start runs;
+    and once arrivals stop, every request runs to its end."""
+
+    @initialize(max_running=st.integers(1, 4), slow=st.booleans())
+    def setup(self, max_running, slow):
+        self.time = Time()
+        self.blocks = BlockManager(48, 4)
+        measured = cost(b1=0.05, b2=0.07, b3=0.09, b4=0.11) if slow else cost(b1=0.02, b4=0.03)
+        self.policy = policy(self.time, measured)
+        self.sched = Scheduler(self.blocks, max_running, 16, 64, playback=self.policy)
+        self.rec = Recorder(self.sched, FakeRunner(self.blocks, eos_at={}))
+        self.next_id = 1
+        self.frames_wanted: dict[int, int] = {}
+
+    @rule(frames=st.integers(1, 40), paced=st.booleans())
+    def arrive(self, frames, paced):
+        seq = seq_with(self.next_id, PlaybackClock() if paced else None)
+        self.rec.runner.eos_at[seq.id] = frames
+        if self.sched.add(seq):
+            self.frames_wanted[seq.id] = frames
+        self.next_id += 1
+
+    @rule(seconds=st.sampled_from([0.0, 0.05, 0.3, 2.0, 7.0]))
+    def time_passes(self, seconds):
+        self.time.now += seconds
+
+    @rule()
+    def step(self):
+        head = [s.id for s in self.sched.running if self._in_head_start(s)]
+        entries, result = self.rec.step()
+        ran = {e.seq.id for e in entries}
+        assert set(head) <= ran | {s.id for s in self.sched.preempted}, "a head start sat a step out"
+        for seq, _ in result.new_frames:  # the loop writes each frame's audio as soon as it is made
+            if seq.clock is not None:
+                seq.clock.wrote(FRAME, now=self.time.now)
+        self.time.now += FRAME / 2
+
+    def _in_head_start(self, seq) -> bool:
+        if seq.clock is None:
+            return True
+        slack = seq.clock.slack(self.time.now)
+        return slack is None or seq.clock.written < 5.0 or slack < -5.0
+
+    @invariant()
+    def books_balance(self):
+        if hasattr(self, "sched"):
+            self.sched.check_integrity()
+
+    def teardown(self):
+        if not hasattr(self, "sched"):
+            return
+        for _ in range(3000):  # arrivals have stopped: everyone ends, and the pool is whole again
+            if not self.sched.has_work():
+                break
+            self.step()
+        assert not self.sched.has_work(), "a request never finished"
+        for seq_id, frames in self.frames_wanted.items():
+            assert len(self.rec.delivered.get(seq_id, [])) == frames
+        assert self.blocks.num_used == 0
+
+
+TestPlaybackMachine = PlaybackMachine.TestCase
+TestPlaybackMachine.settings = settings(max_examples=60, stateful_step_count=40, deadline=None, derandomize=True)

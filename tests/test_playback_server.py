@@ -1,0 +1,116 @@
+"""Playback as each reply's listener hears it, over real TCP against the real engine (tiny model): a stream whose
+second sentence comes after the first one's audio has played out is an underrun; every reply observes its time to
+Home Assistant's first sound, and the engine its requests' slack; and under scheduler.policy playback (the default),
+a reply with plenty of audio buffered sits out the steps of a new announcement."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from wyoming.client import AsyncTcpClient
+from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
+
+from helpers import HOST, SENTENCE, TIMEOUT, ServiceThread, audio, free_port, read_until, send
+
+pytestmark = pytest.mark.asyncio
+
+
+def sample(chorus, name: str) -> float:
+    """The value of one sample (e.g. chorus_playback_underruns_total) summed over its labels."""
+    return sum(s.value for f in chorus.service.metrics.registry.collect() for s in f.samples if s.name == name)
+
+
+async def first_sentence(client: AsyncTcpClient) -> float:
+    """Reads the first sentence's audio (until no chunk has come for a second); returns how long it plays."""
+    events = await read_until(client, "audio-chunk")
+    while True:
+        try:
+            events.append(await asyncio.wait_for(client.read_event(), 1.0))
+        except TimeoutError:
+            break
+    return sum(len(e.payload or b"") for e in events if e.type == "audio-chunk") / (24000 * 2)
+
+
+async def test_a_sentence_that_comes_after_the_audio_ran_out_is_counted_as_an_underrun(chorus):
+    underruns = sample(chorus, "chorus_playback_underruns_total")
+    silence = sample(chorus, "chorus_playback_underrun_seconds_total")
+    first_sounds = sample(chorus, "chorus_time_to_5s_audio_seconds_count")
+    slack_seen = sample(chorus, "chorus_playback_slack_seconds_count")
+    async with AsyncTcpClient(HOST, chorus.port) as client:
+        await client.write_event(SynthesizeStart().event())
+        await client.write_event(SynthesizeChunk(SENTENCE + " ").event())
+        # The listener plays the first sentence out, then hears nothing for 2 s before the next one is even sent.
+        await asyncio.sleep(await first_sentence(client) + 2.0)
+        await client.write_event(SynthesizeChunk("And then some more words here.").event())
+        await client.write_event(SynthesizeStop().event())
+        events = await read_until(client, "synthesize-stopped")
+    assert [e.type for e in events][-2:] == ["audio-stop", "synthesize-stopped"]
+    assert sample(chorus, "chorus_playback_underruns_total") - underruns >= 1
+    assert sample(chorus, "chorus_playback_underrun_seconds_total") - silence >= 2.0
+    assert sample(chorus, "chorus_time_to_5s_audio_seconds_count") - first_sounds == 1
+    # The second sentence ran while its reply's listener was hearing (or waiting for) audio: the engine saw slack.
+    assert sample(chorus, "chorus_playback_slack_seconds_count") > slack_seen
+
+
+async def test_every_reply_observes_its_first_sound_once(chorus):
+    """Whether a one-shot reply underruns depends on how fast this machine makes it: not asserted."""
+    first_sounds = sample(chorus, "chorus_time_to_5s_audio_seconds_count")
+    pcm = audio(await send(chorus.port, Synthesize(SENTENCE).event()))
+    assert pcm
+    assert sample(chorus, "chorus_time_to_5s_audio_seconds_count") - first_sounds == 1
+
+
+def batch_steps(chorus) -> dict[str, float]:
+    """Steps so far by chorus_batch_size bucket bound ("1.0": steps of one request; "+Inf": all steps)."""
+    return {s.labels["le"]: s.value for f in chorus.service.metrics.registry.collect() if f.name == "chorus_batch_size"
+            for s in f.samples if s.name.endswith("_bucket")}
+
+
+# One sentence (a reply's next sentence would be admitted beside the announcement), long enough for a minute of audio.
+READING = ("Once upon a time in a quiet village by the sea there lived an old fisherman, his patient wife, their three "
+           "curious children, a lazy grey cat, two noisy geese and a small brown dog who loved the long evening walks "
+           "along the harbour wall where the boats came home")
+
+
+@pytest.fixture(scope="module")
+def long_head_start():
+    """A server whose head start (20 s) covers the whole of a short announcement (the tiny model speaks ~6 s)."""
+    from wyoming_chorus.config import (
+        EngineSettings,
+        MetricsSettings,
+        SchedulerSettings,
+        ServerSettings,
+        Settings,
+        ZeroconfSettings,
+    )
+
+    running = ServiceThread(Settings(
+        server=ServerSettings(uri=f"tcp://127.0.0.1:{free_port()}", shutdown_timeout=5.0),
+        zeroconf=ZeroconfSettings(enabled=False),
+        engine=EngineSettings(model="builtin:tiny", seed=1234, random_model_frames=1500),
+        scheduler=SchedulerSettings(head_start_seconds=20.0),
+        metrics=MetricsSettings(address="127.0.0.1", port=0),
+    ))
+    running.start()
+    yield running
+    running.stop()
+
+
+async def test_a_reader_with_audio_buffered_sits_out_while_an_announcement_has_its_head_start(long_head_start):
+    chorus = long_head_start
+    async with AsyncTcpClient(HOST, chorus.port) as reader:
+        await reader.write_event(Synthesize(READING).event())
+        first, received = None, 0.0
+        while first is None or received - (asyncio.get_running_loop().time() - first) < 30.0:
+            event = await asyncio.wait_for(reader.read_event(), TIMEOUT)
+            assert event is not None and event.type != "audio-stop", "the reading ended before it had 30 s buffered"
+            if event.type == "audio-chunk":
+                first = first or asyncio.get_running_loop().time()
+                received += len(event.payload or b"") / (24000 * 2)
+        # Its listener has 30 s of audio left (past its own head start): it sits out every step of the announcement
+        # but the one that admits it (the reader was alone when that step was planned).
+        before = batch_steps(chorus)
+        assert audio(await send(chorus.port, Synthesize(SENTENCE).event()))
+        after = batch_steps(chorus)
+    grown = {le: after[le] - before.get(le, 0) for le in after}
+    assert grown["+Inf"] - grown["1.0"] <= 1 and grown["+Inf"] > 10, grown

@@ -1,0 +1,94 @@
+"""Which running requests take the next step, from each reply's playback clock (scheduler.policy: playback).
+
+A listener hears a reply at 1x from its first chunk; what a household feels is how soon the first sound comes
+(Home Assistant's ffmpeg releases nothing until ~5 s of audio) and whether a reply pauses once it has begun. So each
+step the running requests are taken in this order, while the step's cost allows:
+
+1. *head start*: no audio yet, or less than `head_start_seconds` written (or silent for that long: a reply starved
+   that long starts over, so no request can starve behind a stream of new ones), in admission order;
+2. *low slack*: less than `min_slack_seconds` of audio left to play, the reply with the least audio delivered first,
+   so that beyond the box's capacity the pauses fall on long read-outs, never on a new announcement's head start;
+3. the rest, least slack first. One with more than `max_slack_seconds` left skips the step (keeping its blocks and
+   its place in the batch).
+
+The batch is cut where one more request would make the step slower than real time (a frame's duration per step,
+from the learned StepCost): head-start requests always run; low-slack ones join regardless while no head start is
+running, else only while the step stays real time; the rest only while it stays real time. When that leaves nothing
+to run, every request that is not full runs (an idle box has nothing to save). Requests without a clock (synth, the
+benchmarks) have no listener to pace: they always run, like head-start ones.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from wyoming_chorus.config import SchedulerSettings
+
+from .sequence import Sequence
+from .step_cost import StepCost
+
+
+@dataclass(frozen=True)
+class PlaybackLimits:
+    head_start_seconds: float = 5.0
+    min_slack_seconds: float = 1.0
+    max_slack_seconds: float = 4.0
+
+
+class PlaybackPolicy:
+    def __init__(self, limits: PlaybackLimits, cost: StepCost, frame_seconds: float,
+                 now: Callable[[], float] = time.monotonic):
+        """`now`: the clock the playback clocks were written with (tests script it)."""
+        self.limits = limits
+        self.cost = cost
+        self.frame_seconds = frame_seconds
+        self._now = now
+
+    def skipped(self, running: list[Sequence]) -> set[int]:
+        """Ids of the running requests that sit this step out."""
+        if len(running) < 2:
+            return set()
+        now = self._now()
+        limits = self.limits
+        head: list[Sequence] = []
+        low: list[tuple[float, Sequence]] = []  # (audio written, seq)
+        rest: list[tuple[float, Sequence]] = []  # (slack, seq)
+        full: list[Sequence] = []
+        for seq in running:
+            if seq.clock is None:
+                head.append(seq)
+                continue
+            written = seq.clock.written
+            slack = seq.clock.slack(now)
+            if slack is None or written < limits.head_start_seconds or slack < -limits.head_start_seconds:
+                head.append(seq)
+            elif slack < limits.min_slack_seconds:
+                low.append((written, seq))
+            elif slack > limits.max_slack_seconds:
+                full.append(seq)
+            else:
+                rest.append((slack, seq))
+        chosen = list(head)
+        for _, seq in sorted(low, key=lambda item: item[0]):
+            if not head or self._real_time(len(chosen) + 1):
+                chosen.append(seq)
+        for _, seq in sorted(rest, key=lambda item: item[0]):
+            if self._real_time(len(chosen) + 1):
+                chosen.append(seq)
+        if not chosen:  # no head start, no low slack, and not even one more fits in real time: run all that can
+            chosen = [seq for _, seq in rest] or full
+        ids = {seq.id for seq in chosen}
+        return {seq.id for seq in running if seq.id not in ids}
+
+    def _real_time(self, batch: int) -> bool:
+        cost = self.cost.predict(batch)
+        return cost is None or cost <= self.frame_seconds
+
+
+def policy_for(scheduling: SchedulerSettings, cost: StepCost, frame_seconds: float) -> PlaybackPolicy | None:
+    """The policy scheduler.* asks for; None for fcfs (every running request takes every step)."""
+    if scheduling.policy != "playback":
+        return None
+    limits = PlaybackLimits(scheduling.head_start_seconds, scheduling.min_slack_seconds, scheduling.max_slack_seconds)
+    return PlaybackPolicy(limits, cost, frame_seconds)
