@@ -50,3 +50,17 @@ def test_the_clock_agrees_with_a_listener_playing_from_a_buffer(steps):
         assert clock.slack(now) == pytest.approx(runs_out - now, abs=1e-6)
         assert silence_told == pytest.approx(silence_seen, abs=1e-6)
     assert clock.written == pytest.approx(sum(seconds for _, seconds in steps))
+
+
+@given(writes)
+@example([(0.0, 1.0), (3.0, 1.0)])
+def test_the_benchmark_client_hears_the_same_silence_as_the_server_counts(steps):
+    """tools' Reply.underruns (the benchmark's listener, from chunk arrivals) against the server's clock."""
+    from chorus_tools.client import Reply
+
+    reply, clock, now, told = Reply(started=0.0), PlaybackClock(), 0.0, 0.0
+    for gap, seconds in steps:
+        now += gap
+        reply.chunks.append((now, seconds))
+        told += clock.wrote(seconds, now)
+    assert reply.underruns[1] == pytest.approx(told, abs=1e-6)

@@ -58,6 +58,28 @@ class Reply:
     def audio_s(self) -> float:
         return sum(seconds for _, seconds in self.chunks)
 
+    def time_to_audio_s(self, seconds: float) -> float | None:
+        """From the start to the chunk that brought the audio received to `seconds`; for a complete reply shorter
+        than that, to its end (Home Assistant's ffmpeg releases its first sound at ~5 s of audio or the end)."""
+        if self.started is None:
+            return None
+        total = 0.0
+        for arrival, length in self.chunks:
+            total += length
+            if total >= seconds:
+                return arrival - self.started
+        return self.ended - self.started if self.complete and self.ended is not None and self.chunks else None
+
+    @property
+    def underruns(self) -> tuple[int, float]:
+        """(times, seconds) a listener playing at 1x from the first chunk ran out of audio before the next one."""
+        times, silence, runs_out = 0, 0.0, None
+        for arrival, length in self.chunks:
+            if runs_out is not None and arrival > runs_out:
+                times, silence = times + 1, silence + arrival - runs_out
+            runs_out = (arrival if runs_out is None or arrival > runs_out else runs_out) + length
+        return times, silence
+
     @property
     def longest_gap_s(self) -> float:
         """The largest gap between two audio chunks of this reply."""

@@ -26,9 +26,11 @@ from chorus_tools.servers import ServerProcess
 
 
 def bench_server(name: str, model: Path, overrides: dict, scratch: Path, start_timeout: float) -> ServerProcess:
-    """engine.benchmark_frames_per_word 5: a random model's reply ends after 5 frames per word; a fixed seed."""
-    engine = {"model": str(model), "benchmark_frames_per_word": 5, "seed": BENCH_SEED, **overrides}
-    return ServerProcess(scratch / f"server-{name}.log", overrides={"engine": engine}, start_timeout=start_timeout)
+    """`overrides`: {section: {key: value}}. engine.benchmark_frames_per_word 5: a random model's reply ends after 5
+    frames per word; a fixed seed."""
+    engine = {"model": str(model), "benchmark_frames_per_word": 5, "seed": BENCH_SEED, **overrides.get("engine", {})}
+    return ServerProcess(scratch / f"server-{name}.log", overrides={**overrides, "engine": engine},
+                         start_timeout=start_timeout)
 
 
 async def settle(server: ServerProcess, timeout: float = 60.0) -> None:
@@ -170,14 +172,22 @@ async def run_servers(model: Path, plan: Plan, scratch: Path, client: ClientSett
     phases["continuous"] = await server_phase("continuous", model, {}, plan, scratch, continuous)
     rate = phases["continuous"].get("rate") or capacity_rate({}, plan)
 
+    async def fcfs(server, results):  # the same load, every running request in every step (issue 18's baseline)
+        await sweep(server, plan, plan.rooms, client, results)
+        await poisson(server, plan, rate, client, results)
+        await contend(server, plan, client, results)
+
+    phases["fcfs"] = await server_phase("fcfs", model, {"scheduler": {"policy": "fcfs"}}, plan, scratch, fcfs)
+
     async def static(server, results):
         await sweep(server, plan, plan.static_rooms, client, results)
         await poisson(server, plan, rate, client, results)
 
-    phases["static"] = await server_phase("static", model, {"policy": "static"}, plan, scratch, static)
+    phases["static"] = await server_phase("static", model, {"engine": {"policy": "static"}}, plan, scratch, static)
 
     async def serial(server, results):
         await sweep(server, plan, plan.serial_rooms, client, results)
 
-    phases["max_batch_1"] = await server_phase("max_batch_1", model, {"max_batch": 1}, plan, scratch, serial)
+    phases["max_batch_1"] = await server_phase("max_batch_1", model, {"engine": {"max_batch": 1}}, plan, scratch,
+                                               serial)
     return phases

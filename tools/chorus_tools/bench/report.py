@@ -52,6 +52,27 @@ def sweep_table(label: str, rows: list[dict], first: str = "rooms") -> list[str]
     return lines + [""]
 
 
+def playback_table(phases: dict) -> list[str]:
+    """Issue 18's comparison: the playback policy against FCFS on the same bursts and arrivals."""
+    rows = [(name, label, r) for name in ("continuous", "fcfs") for label, r in
+            [*((f"{x['rooms']} rooms", x) for x in phases.get(name, {}).get("sweep", [])),
+             *((("Poisson", phases[name]["poisson"]),) if phases.get(name, {}).get("poisson") else ())]]
+    if not rows:
+        return []
+    lines = ["## Playback policy vs FCFS", "",
+             "A listener plays each reply at 1x from its first chunk: an underrun is a chunk that arrives after the "
+             "audio before it ran out; *held* counts the replies that never ran out. Time to 5 s of audio is when Home "
+             "Assistant's ffmpeg conversion releases the first sound (the end, for shorter replies).", "",
+             "| policy | load | TTFA p50 / p95 (s) | 5 s audio p50 / p95 (s) | underruns / reply | underrun s / reply "
+             "| held / replies | audio s per wall s |", "|---|---|---|---|---:|---:|---:|---:|"]
+    for name, label, r in rows:
+        lines.append(f"| {'playback' if name == 'continuous' else 'fcfs'} | {label} | {fmt(r['ttfa_p50_s'])} / "
+                     f"{fmt(r['ttfa_p95_s'])} | {fmt(r.get('five_s_p50_s'))} / {fmt(r.get('five_s_p95_s'))} | "
+                     f"{fmt(r.get('underruns_per_request'))} | {fmt(r.get('underrun_s_per_request'))} | "
+                     f"{r.get('held', '-')} / {r['requests'] - r['errors']} | {fmt(r['audio_s_per_wall_s'])} |")
+    return lines + [""]
+
+
 def by_kind(phases: dict) -> tuple[list[str], dict[str, list[float]]]:
     """TTFA and RTF by kind and mode over every scenario of each server (the RTF groups feed the plot)."""
     lines = ["| server | kind | mode | requests | TTFA p50 / p95 (s) | RTF p50 (complete) | RTF p50 (cut) |",
@@ -107,13 +128,16 @@ def write_report(out: Path, header: dict, plan: Plan, phases: dict, engine: dict
               "announce, read-out (so read-outs appear from 8 rooms on); assistant replies are streamed "
               f"(`--mode {plan.mode}`), the rest one-shot. "
               + ("Read-outs are cut once the other rooms are done. " if not plan.full_readouts else ""), ""]
-    labels = {"continuous": "continuous batching (the server's default)", "static": "static batching (baseline)",
+    labels = {"continuous": "continuous batching, scheduler.policy playback (the server's defaults)",
+              "fcfs": "continuous batching, scheduler.policy fcfs (every running request in every step)",
+              "static": "static batching (baseline)",
               "max_batch_1": "one request at a time, engine.max_batch 1 (baseline)"}
     for name, phase in phases.items():
         if phase.get("error"):
             lines += [f"**{labels[name]}**: failed: {phase['error']}", ""]
         elif phase.get("sweep"):
             lines += sweep_table(labels[name], phase["sweep"])
+    lines += playback_table(phases)
     lines += ["## Poisson arrivals (mixed)", ""]
     prows = [{**phases[n]["poisson"], "label": n} for n in ("continuous", "static") if phases.get(n, {}).get("poisson")]
     if prows:

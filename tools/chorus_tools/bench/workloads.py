@@ -117,6 +117,9 @@ class Outcome:
     ttfa_s: float | None = None  # first audio chunk after start
     end_s: float | None = None
     audio_s: float = 0.0
+    five_s_s: float | None = None  # time to 5 s of audio (or to the end of a shorter reply): the first sound in HA
+    underruns: int = 0  # times a listener playing from the first chunk ran out of audio
+    underrun_s: float = 0.0
     error: str | None = None
     cut: bool = False  # stopped by the benchmark before its end (a read-out that outlived the others, a probe)
 
@@ -148,6 +151,8 @@ async def request(port: int, spec: Spec, began: float, outcome: Outcome, client:
             outcome.start_s = reply.started - began
         outcome.ttfa_s = reply.first_audio_s
         outcome.audio_s = reply.audio_s
+        outcome.five_s_s = reply.time_to_audio_s(5.0)
+        outcome.underruns, outcome.underrun_s = reply.underruns
         outcome.error = outcome.error or reply.error
         outcome.end_s = (reply.ended or time.monotonic()) - began
         outcome.cut = outcome.cut or reply.hung_up
@@ -260,8 +265,9 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def summarise(scenario: Scenario, keep: Callable[[Outcome], bool] = lambda o: True) -> dict:
-    """Time to first audio p50/p95/p99, per-request RTF (complete requests; cut ones apart), aggregate audio seconds
-    per wall second (first start to last end), errors."""
+    """Time to first audio p50/p95/p99 and to 5 s of audio p50/p95, per-request RTF (complete requests; cut ones
+    apart), aggregate audio seconds per wall second (first start to last end), errors; underruns and their seconds per
+    request, and the requests that ended without one ("held")."""
     chosen = [o for o in scenario.outcomes if keep(o)]
     firsts = [o.ttfa_s for o in chosen if o.ttfa_s is not None and o.error is None]
     rtfs = [o.rtf for o in chosen if o.complete and o.rtf is not None]
@@ -269,6 +275,8 @@ def summarise(scenario: Scenario, keep: Callable[[Outcome], bool] = lambda o: Tr
     ends = [o.end_s for o in chosen if o.end_s is not None]
     span = (max(ends) - min(o.start_s for o in chosen)) if ends else 0.0
     audio = sum(o.audio_s for o in chosen if o.error is None)
+    fives = [o.five_s_s for o in chosen if o.five_s_s is not None and o.error is None]
+    heard = [o for o in chosen if o.error is None and o.audio_s > 0]
     return {
         "requests": len(chosen),
         "errors": sum(o.error is not None for o in chosen),
@@ -276,6 +284,11 @@ def summarise(scenario: Scenario, keep: Callable[[Outcome], bool] = lambda o: Tr
         "ttfa_p50_s": percentile(firsts, 50),
         "ttfa_p95_s": percentile(firsts, 95),
         "ttfa_p99_s": percentile(firsts, 99),
+        "five_s_p50_s": percentile(fives, 50),
+        "five_s_p95_s": percentile(fives, 95),
+        "underruns_per_request": sum(o.underruns for o in heard) / len(heard) if heard else None,
+        "underrun_s_per_request": sum(o.underrun_s for o in heard) / len(heard) if heard else None,
+        "held": sum(o.underruns == 0 for o in heard),
         "rtf_p50": percentile(rtfs, 50),
         "rtf_max": max(rtfs) if rtfs else None,
         "rtf_partial_p50": percentile(partial, 50),
