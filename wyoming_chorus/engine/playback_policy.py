@@ -47,8 +47,8 @@ class PlaybackPolicy:
 
     def skipped(self, running: list[Sequence]) -> set[int]:
         """Ids of the running requests that sit this step out."""
-        if len(running) < 2:
-            return set()
+        if len(running) < 2 or all(seq.clock is None for seq in running):
+            return set()  # nothing to trade: one request, or none with a listener to pace
         now = self._now()
         limits = self.limits
         head: list[Sequence] = []

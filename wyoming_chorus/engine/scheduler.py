@@ -204,7 +204,8 @@ class Scheduler:
                     self._retire(seq, FinishReason.FRAME_CAP)
                     result.finished.append(seq)
                     continue
-            if self._chunk(seq, seq.num_computed, self.token_budget) == 0:
+            # Only a request awaiting text can be left with no row to compute (each frame adds the next one).
+            if seq.awaiting_text and self._chunk(seq, seq.num_computed, self.token_budget) == 0:
                 self._park(seq)
         return result
 
