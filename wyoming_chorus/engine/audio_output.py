@@ -2,15 +2,20 @@
 to the request's sink, which carries it across into the caller's asyncio loop.
 
 Decoding runs beside the engine loop, not inside it, so a talker step never waits for the vocoder (on an iGPU the
-two even run on different devices). One worker keeps the frames of each request in order.
+two even run on different devices). One worker keeps the frames of each request in order; between requests, it
+decodes in their listeners' order, not the frames' arrival order: whatever has queued up since it last looked is
+taken at once, and the streams with a chunk ready are decoded those with no audio yet first, then by least slack
+(the playback clock, as the scheduler orders its steps), so a new reply's first audio never waits behind a long
+read-out's next chunk.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import queue
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -19,6 +24,7 @@ import numpy as np
 from wyoming_chorus.engine.streaming_codec import StreamingCodecDecoder
 from wyoming_chorus.errors import RequestFailed
 from wyoming_chorus.modeldir.manifest import ModelDir
+from wyoming_chorus.playback_clock import PlaybackClock
 
 # The first chunk leaves after a few frames (4 frames = 320 ms of audio) so speech starts early; later chunks are
 # larger because every decoder call has a fixed cost.
@@ -40,8 +46,10 @@ class AudioSink(Protocol):
 @dataclass
 class _Stream:
     state: object
+    sink: AudioSink | None = None  # where its audio goes, once a frame has come
     pending: list[np.ndarray] = field(default_factory=list)
     emitted: bool = False
+    closing: bool = False  # its last frame has come: the rest is decoded in turn, then the sink finishes
 
     def ready(self) -> bool:
         return len(self.pending) >= (CHUNK_FRAMES if self.emitted else FIRST_CHUNK_FRAMES)
@@ -102,17 +110,42 @@ class CodecWorker:
         self._jobs.put(("abort", seq_id, sink, None))
 
     def _run(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            kind, seq_id, sink, payload = job
-            try:
-                self._handle(kind, seq_id, sink, payload)
-            except Exception as error:  # a decoder failure ends this reply only
-                self._streams.pop(seq_id, None)
-                if self._on_failure is None:
-                    sink.fail(error)
-                else:
-                    self._failed.add(seq_id)
-                    self._on_failure(seq_id, error)
+        running = True
+        while running:
+            jobs = [self._jobs.get()]
+            while True:  # everything queued now, so that the ready streams can be decoded in their listeners' order
+                try:
+                    jobs.append(self._jobs.get_nowait())
+                except queue.Empty:
+                    break
+            if None in jobs:  # stop: the jobs before it are still done
+                jobs, running = jobs[:jobs.index(None)], False
+            for kind, seq_id, sink, payload in jobs:
+                with self._ending_on_failure(seq_id, sink):
+                    self._handle(kind, seq_id, sink, payload)
+            ready = [(s, seq_id, s.sink) for seq_id, s in self._streams.items()
+                     if s.sink is not None and (s.ready() or s.closing)]
+            for stream, seq_id, sink in sorted(ready, key=lambda item: _urgency(item[2])):
+                with self._ending_on_failure(seq_id, sink):
+                    self._emit_ready(stream, sink)
+                    if stream.closing:
+                        if stream.pending:
+                            self._emit(stream, sink, len(stream.pending))
+                        del self._streams[seq_id]
+                        sink.finish()
+
+    @contextlib.contextmanager
+    def _ending_on_failure(self, seq_id: int, sink: AudioSink) -> Iterator[None]:
+        """A decoder failure ends this reply only."""
+        try:
+            yield
+        except Exception as error:
+            self._streams.pop(seq_id, None)
+            if self._on_failure is None:
+                sink.fail(error)
+            else:
+                self._failed.add(seq_id)
+                self._on_failure(seq_id, error)
 
     def _handle(self, kind: str, seq_id: int, sink: AudioSink, payload) -> None:
         if seq_id in self._failed:
@@ -136,25 +169,39 @@ class CodecWorker:
             live = self._streams.get(seq_id)
             if live is None:
                 live = self._streams[seq_id] = _Stream(self._decoder.new_stream())
-            live.pending.append(payload)
-            if live.ready():
-                self._emit(live, sink)
+            live.sink = sink
+            live.pending.append(payload)  # decoded once every job queued now is in (_run)
             return
-        ended = self._streams.pop(seq_id, None)
+        if kind == "close" and (live := self._streams.get(seq_id)) is not None and live.pending:
+            live.sink, live.closing = sink, True  # decoded in its listener's turn (_run), then finished
+            return
+        self._streams.pop(seq_id, None)
         if kind == "close":
-            if ended is not None and ended.pending:
-                self._emit(ended, sink)
             sink.finish()
         elif kind == "fail":
             sink.fail(payload)
         else:  # aborted: by the caller, who reads no more, or by a shutdown, whose caller must not take it as done
             sink.fail(RequestFailed("the request was aborted"))
 
-    def _emit(self, stream: _Stream, sink: AudioSink) -> None:
-        audio = self._decoder.push(stream.state, np.stack(stream.pending))
-        stream.pending.clear()
+    def _emit_ready(self, stream: _Stream, sink: AudioSink) -> None:
+        """Every whole chunk pending, each of the size it would have had had its frames been decoded as they came
+        (the first FIRST_CHUNK_FRAMES, then CHUNK_FRAMES): the chunking, and so the audio, never depends on timing."""
+        while stream.ready():
+            self._emit(stream, sink, CHUNK_FRAMES if stream.emitted else FIRST_CHUNK_FRAMES)
+
+    def _emit(self, stream: _Stream, sink: AudioSink, frames: int) -> None:
+        audio = self._decoder.push(stream.state, np.stack(stream.pending[:frames]))
+        del stream.pending[:frames]
         stream.emitted = True
         sink.put(pcm16(audio))
+
+
+def _urgency(sink: AudioSink) -> float:
+    """Sorts a ready stream: no audio written yet first, then the least slack. Sinks without a playback clock
+    (offline callers, tests) count as urgent."""
+    clock: PlaybackClock | None = getattr(sink, "clock", None)
+    slack = clock.slack() if clock is not None else None
+    return float("-inf") if slack is None else slack
 
 
 def pcm16(audio: np.ndarray) -> bytes:

@@ -99,6 +99,11 @@ class Handle:
         return self._ended
 
     @property
+    def clock(self) -> PlaybackClock | None:
+        """The reply's playback clock (the codec decodes the most urgent listener's audio first)."""
+        return self.request.clock
+
+    @property
     def codes(self) -> list[np.ndarray]:
         """Each frame's 16 codes so far, with Request.keep_codes."""
         return self._codes

@@ -1,0 +1,87 @@
+"""The codec thread (engine/audio_output.py) on the tiny model's real decoder: between requests it decodes in their
+listeners' order (no audio yet first, then least slack), and a request's chunks, so its audio, never depend on when
+its frames came."""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from wyoming_chorus.app import model_dir
+from wyoming_chorus.config import EngineSettings
+from wyoming_chorus.engine.audio_output import FIRST_CHUNK_FRAMES, CodecWorker
+from wyoming_chorus.playback_clock import PlaybackClock
+
+TINY = model_dir(EngineSettings())
+
+
+class Sink:
+    """Records what the codec thread hands over, with the order across sinks."""
+
+    order: list[str] = []
+    lock = threading.Lock()
+
+    def __init__(self, name: str, clock: PlaybackClock | None):
+        self.name, self.clock = name, clock
+        self.pcm: list[bytes] = []
+        self.done = threading.Event()
+
+    def put(self, pcm: bytes) -> None:
+        with self.lock:
+            self.order.append(self.name)
+        self.pcm.append(pcm)
+
+    def add_codes(self, codes) -> None:
+        pass
+
+    def finish(self) -> None:
+        self.done.set()
+
+    def fail(self, error: BaseException) -> None:
+        raise AssertionError(f"{self.name} failed: {error}")
+
+
+def frames(n: int, seed: int) -> list[np.ndarray]:
+    return list(np.random.default_rng(seed).integers(0, 2048, (n, 16), dtype=np.int32))
+
+
+def test_a_reply_with_no_audio_yet_is_decoded_before_a_reader_with_audio_buffered():
+    reader_clock = PlaybackClock()
+    reader_clock.wrote(20.0)  # 20 s buffered
+    reader, new = Sink("reader", reader_clock), Sink("new", PlaybackClock())
+    Sink.order = []
+    codec = CodecWorker(TINY, "")
+    # Queued before the thread looks: the reader's frames arrived first.
+    for codes in frames(FIRST_CHUNK_FRAMES, 1):
+        codec.push(1, reader, codes)
+    for codes in frames(FIRST_CHUNK_FRAMES, 2):
+        codec.push(2, new, codes)
+    codec.close(1, reader)
+    codec.close(2, new)
+    codec.start()
+    try:
+        assert reader.done.wait(60) and new.done.wait(60)
+    finally:
+        codec.stop(10)
+    assert Sink.order == ["new", "reader"]
+
+
+def test_the_audio_is_the_same_whenever_the_frames_come():
+    codes = frames(31, 3)  # a first chunk, two whole chunks and a rest
+    results = []
+    for pace in (0.0, 0.01):
+        sink = Sink("one", None)
+        codec = CodecWorker(TINY, "")
+        codec.start()
+        try:
+            for frame in codes:
+                codec.push(1, sink, frame)
+                time.sleep(pace)  # 0: all queued at once and taken together; else one frame at a time
+            codec.close(1, sink)
+            assert sink.done.wait(60)
+        finally:
+            codec.stop(10)
+        results.append(sink.pcm)
+    assert [len(chunk) for chunk in results[0]] == [len(chunk) for chunk in results[1]]
+    assert b"".join(results[0]) == b"".join(results[1])
