@@ -13,8 +13,8 @@ Meanwhile it samples the server process's RSS (/proc/PID/statm), open fds and th
 
 Printed at the end, as markdown: RSS drift after a warm-up (MB, KB per request, MB per hour), KV blocks used over
 time and after the load (must be back to 0), whether chorus_requests_total summed over its statuses equals the
-requests sent, the longest stall of a running reply (the largest gap between two audio chunks of one reply) and the
-longest a fresh request waited for its first audio.
+requests sent, the longest gap between two audio chunks of one reply, how many one-shot replies would have run dry
+for a listener playing them from their first chunk, and the longest a fresh request waited for its first audio.
 Exit status 1 when the counts disagree, blocks stay used, a request failed, or the server died.
 
     python tools/soak.py                 # 20 minutes
@@ -85,6 +85,7 @@ class Outcome:
     longest_gap_s: float  # between two audio chunks of this reply
     error: str | None = None
     first_audio_s: float | None = None
+    underrun_s: float = 0.0  # silence a listener playing at 1x from the first chunk would have heard
 
 
 @dataclass
@@ -138,7 +139,7 @@ async def request(uri: str, kind: str, text: str, rng: random.Random, load: Load
             ok = reply.hung_up or (reply.complete and reply.error is None and bool(reply.chunks))
         outcome = Outcome(kind, (reply.started or time.monotonic()) - load.began, ok, len(reply.chunks),
                           reply.longest_gap_s, None if ok else reply.error or "not ended by stream-timeout",
-                          reply.first_audio_s)
+                          reply.first_audio_s, reply.underruns[1])
         load.outcomes.append(outcome)
     return outcome
 
@@ -219,6 +220,11 @@ def report(args, samples: list[Sample], load: Load, final: dict[str, float], exi
     else:
         stall = "no reply had two chunks"
     errors = f": {', '.join(sorted({o.error or 'no audio' for o in failed}))}" if failed else ""
+    # One-shot replies only: a streamed reply's text comes at its client's pace, so its gaps are partly its own.
+    heard = [o for o in load.outcomes if o.kind == "oneshot" and o.ok]
+    dry = [o.underrun_s for o in heard if o.underrun_s > 0]
+    underruns = (f"{len(dry)} of {len(heard)} ran dry at least once; {sum(dry):.1f} s of silence in all, worst "
+                 f"{max(dry):.2f} s" if dry else f"none of {len(heard)}")
     waits = sorted(o.first_audio_s for o in load.outcomes if o.first_audio_s is not None and o.kind != "hangup")
     first_audio = (f"longest {waits[-1]:.2f} s, p99 {waits[min(len(waits) - 1, int(0.99 * len(waits)))]:.2f} s, "
                    f"median {statistics.median(waits):.2f} s over {len(waits)} replies" if waits else "no audio")
@@ -237,7 +243,8 @@ def report(args, samples: list[Sample], load: Load, final: dict[str, float], exi
         ("chorus_requests_total summed over statuses",
          f"{counted:g} of {load.sent} sent {'(equal)' if counts_match else '(MISMATCH)'}: {statuses}"),
         ("failed requests (client side)", f"{len(failed)}{errors}"),
-        ("longest stall of a running reply", stall),
+        ("longest gap between two chunks of a running reply (one with audio buffered may sit steps out)", stall),
+        ("one-shot replies heard as a listener playing at 1x from the first chunk", underruns),
         ("time to first audio of a fresh request (one-shot and streamed, beside the hostile streams)", first_audio),
         ("server", "still running at the end" if exit_code is None else f"exited early with {exit_code}"),
     ]
