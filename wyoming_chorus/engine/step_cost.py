@@ -6,6 +6,8 @@ it its first figures; every real step refines them (a moving average per batch s
 """
 from __future__ import annotations
 
+import bisect
+
 # How much one new step moves its batch size's average: recent steps count most, one odd step little.
 _WEIGHT = 0.2
 
@@ -13,25 +15,28 @@ _WEIGHT = 0.2
 class StepCost:
     def __init__(self) -> None:
         self._seconds: dict[int, float] = {}  # batch size -> moving average of a step's seconds
+        self._sizes: list[int] = []  # the measured batch sizes, sorted (predict runs for every step's candidates)
 
     def record(self, batch: int, seconds: float) -> None:
         mean = self._seconds.get(batch)
+        if mean is None:
+            bisect.insort(self._sizes, batch)
         self._seconds[batch] = seconds if mean is None else mean + _WEIGHT * (seconds - mean)
 
     def predict(self, batch: int) -> float | None:
         """Seconds of a step of `batch` requests; None before any step was measured. Between measured sizes it
         interpolates; below the smallest it takes the smallest's (a smaller batch costs no more); above the largest
         it extends the last two sizes' slope (one size alone: cost proportional to the batch, the cautious guess)."""
-        known = sorted(self._seconds)
+        known = self._sizes
         if not known:
             return None
         if batch in self._seconds:
             return self._seconds[batch]
         if batch < known[0]:
             return self._seconds[known[0]]
-        above = next((b for b in known if b > batch), None)
-        if above is not None:
-            below = max(b for b in known if b < batch)
+        at = bisect.bisect(known, batch)
+        if at < len(known):
+            below, above = known[at - 1], known[at]
             low, high = self._seconds[below], self._seconds[above]
             return low + (high - low) * (batch - below) / (above - below)
         if len(known) == 1:

@@ -17,6 +17,8 @@ from .stats import EngineStats, StepReport
 from .step_cost import StepCost
 
 _LOG = logging.getLogger("wyoming_chorus.engine.core")
+# How often the real-time capacity (a pass over every batch size) is worked out again: not at every step.
+_CAPACITY_EVERY_SECONDS = 1.0
 
 
 class StepMetrics:
@@ -27,6 +29,7 @@ class StepMetrics:
         self._max_batch = max_batch
         self._rows_reused_counted = 0
         self._over_capacity = False  # whether the log has said that more rooms want audio than the box holds
+        self._capacity_at = float("-inf")  # when the capacity was last worked out
 
     def observe(self, report: StepReport, stats: EngineStats, requests: Collection[Sequence]) -> None:
         """`requests`: every live request after the step."""
@@ -46,6 +49,10 @@ class StepMetrics:
             m.prefix_rows_reused_total.inc(stats.rows_reused - self._rows_reused_counted)
             self._rows_reused_counted = stats.rows_reused
         m.requests_waiting.set(stats.waiting)
+        now = time.monotonic()
+        if now - self._capacity_at < _CAPACITY_EVERY_SECONDS:
+            return
+        self._capacity_at = now
         held = self._cost.rooms_in_real_time(self._frame_seconds, self._max_batch)
         if held is not None:
             m.realtime_rooms.set(held)
