@@ -45,8 +45,10 @@ async def test_a_reply_spoken_in_two_languages_names_both(chorus, caplog):
 
 
 def test_the_start_up_summary_names_the_model_its_weights_the_device_and_the_pool(chorus):
-    model, device = chorus.service.engine.summary()
+    model, device, codec = chorus.service.engine.summary()
     assert model.startswith("model tiny (custom_voice, f32 weights)") and "RANDOM weights" in model
     assert device.startswith(f"device {chorus.service.engine.core.runner.device}")
     blocks = chorus.service.engine.stats().blocks_total
     assert f"KV cache u8: {blocks} blocks of 32 tokens" in device and "replies of 10 s at once" in device
+    choice = chorus.service.engine.core.codec.choice
+    assert codec == f"codec decoder in {choice.precision}: {choice.reason}" and choice.precision in ("f32", "bf16")

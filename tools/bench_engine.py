@@ -19,6 +19,7 @@ from pathlib import Path
 
 from chorus_tools.engine_bench import bench_batch, bench_codec, kv_bytes_per_token
 from chorus_tools.models import preset_model
+from wyoming_chorus.engine.codec_precision import choose_codec_decoder
 from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
 from wyoming_chorus.errors import SetupError
 from wyoming_chorus.export.builtin import resolve_model
@@ -72,6 +73,8 @@ def main(argv=None) -> None:
     codec = {p or "default": bench_codec(directory, 28 if args.quick else 52, p) for p in ("", "f32")}
     for precision, ms in codec.items():
         print(f"codec decode ({precision} precision): {ms:.0f} ms per second of audio")
+    choice = choose_codec_decoder(directory / "codec_decoder.xml", ModelDir(directory).manifest.codebook_size)
+    print(f"codec precision served (engine.codec_precision auto): {choice.precision}: {choice.reason}")
     kv, skipped = {}, {}
     for precision in ("u8", "bf16"):
         try:
@@ -83,7 +86,9 @@ def main(argv=None) -> None:
     if len(kv) == 2:
         print(f"KV u8 = {kv['u8'] / kv['bf16']:.0%} of bf16")
     if args.json:
-        Path(args.json).write_text(json.dumps({"steps": rows, "codec_ms_per_audio_s": codec, "kv_bytes_per_token": kv,
+        Path(args.json).write_text(json.dumps({"steps": rows, "codec_ms_per_audio_s": codec,
+                                               "codec_served": [choice.precision, choice.reason],
+                                               "kv_bytes_per_token": kv,
                                                "skipped": skipped}, indent=2))
 
 

@@ -21,7 +21,7 @@ from typing import Protocol
 
 import numpy as np
 
-from wyoming_chorus.engine.streaming_codec import StreamingCodecDecoder
+from wyoming_chorus.engine.codec_precision import choose_codec_decoder
 from wyoming_chorus.errors import RequestFailed
 from wyoming_chorus.modeldir.manifest import ModelDir
 from wyoming_chorus.playback_clock import PlaybackClock
@@ -60,9 +60,12 @@ class CodecWorker:
     then ends that request through its one abort path (so no frame more is generated for it), and its sink learns of
     the error from the fail() that follows. Without it, the sink is failed directly."""
 
-    def __init__(self, model: ModelDir, inference_precision: str,
+    def __init__(self, model: ModelDir, codec_precision: str = "auto", inference_precision: str = "",
                  on_failure: Callable[[int, Exception], None] | None = None):
-        self._decoder = StreamingCodecDecoder(model / "codec_decoder.xml", inference_precision)
+        """codec_precision, inference_precision: engine.codec_precision and engine.inference_precision."""
+        self.choice = choose_codec_decoder(model / "codec_decoder.xml", model.manifest.codebook_size,
+                                           codec_precision, inference_precision)
+        self._decoder = self.choice.decoder
         self._on_failure = on_failure
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._streams: dict[int, _Stream] = {}

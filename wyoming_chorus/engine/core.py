@@ -60,7 +60,8 @@ class EngineCore:
             inference_precision=settings.inference_precision, num_blocks=settings.max_cache_blocks,
             kv_cache_bytes=settings.kv_cache_mb << 20))
         self.sample_rate = model.manifest.sample_rate
-        self.codec = CodecWorker(model, settings.inference_precision, on_failure=self._codec_failed)
+        self.codec = CodecWorker(model, settings.codec_precision, settings.inference_precision,
+                                 on_failure=self._codec_failed)
         self.step_cost = StepCost()
         frame_seconds = model.manifest.samples_per_frame / model.manifest.sample_rate
         self._observer = StepMetrics(self.metrics, self.step_cost, frame_seconds, settings.max_batch)

@@ -33,8 +33,8 @@ class StreamingCodecDecoder:
         graph = model.clone() if isinstance(model, ov.Model) else core.read_model(model)
         if not graph.get_sinks():
             raise ValueError("the codec decoder graph is stateless: build it with build_codec_decoder(stateful=True)")
-        self._num_quantizers = graph.input("codes").get_partial_shape()[1].get_length()
-        graph.reshape({"codes": [1, self._num_quantizers, block_frames]})
+        self.num_quantizers = graph.input("codes").get_partial_shape()[1].get_length()
+        graph.reshape({"codes": [1, self.num_quantizers, block_frames]})
         config = {"INFERENCE_PRECISION_HINT": inference_precision} if inference_precision else {}
         self._compiled = core.compile_model(graph, device, config)
         self.block_frames = block_frames
@@ -57,12 +57,12 @@ class StreamingCodecDecoder:
     def push(self, stream: ov.InferRequest, codes: np.ndarray) -> np.ndarray:
         """codes [n, num_quantizers] of the utterance's next n frames -> their f32 PCM [n * 1920] in [-1, 1]."""
         codes = np.asarray(codes)
-        if codes.ndim != 2 or codes.shape[1] != self._num_quantizers:
-            raise ValueError(f"codes must be [frames, {self._num_quantizers}], got {list(codes.shape)}")
+        if codes.ndim != 2 or codes.shape[1] != self.num_quantizers:
+            raise ValueError(f"codes must be [frames, {self.num_quantizers}], got {list(codes.shape)}")
         pieces = [np.zeros(0, np.float32)]
         for start in range(0, len(codes), self.block_frames):
             block = codes[start: start + self.block_frames]
-            padded = np.full((self._num_quantizers, self.block_frames), _PADDING_CODE, np.int64)
+            padded = np.full((self.num_quantizers, self.block_frames), _PADDING_CODE, np.int64)
             padded[:, : len(block)] = block.T
             stream.infer({"codes": padded[None]})
             # The output tensor is reused by the next infer: copy.

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 from wyoming_chorus.config import EngineSettings
+from wyoming_chorus.engine.codec_precision import CodecChoice
 from wyoming_chorus.engine.device import cpu_facts
 from wyoming_chorus.engine.runner import PagedRunner
 from wyoming_chorus.modeldir.manifest import ModelDir
 
 
-def summary(model: ModelDir, runner: PagedRunner, settings: EngineSettings) -> list[str]:
+def summary(model: ModelDir, runner: PagedRunner, codec: CodecChoice, settings: EngineSettings) -> list[str]:
     manifest = model.manifest
     random_note = ": RANDOM weights, its voices make noise, not speech" if manifest.random_weights else ""
     device = runner.device
@@ -22,4 +23,5 @@ def summary(model: ModelDir, runner: PagedRunner, settings: EngineSettings) -> l
         f"device {device}, KV cache {runner.kv_precision}: {blocks} blocks of {block} tokens "
         f"({blocks * block} tokens, {blocks * runner.bytes_per_block / 2**20:.0f} MiB), "
         f"room for {blocks // per_room} replies of 10 s at once ({settings.max_batch} run in one batch)",
+        f"codec decoder in {codec.precision}: {codec.reason}",
     ]

@@ -59,7 +59,7 @@ class Speech:
         return dataclasses.replace(self.core.stats(), alive=self.alive)
 
     def summary(self) -> list[str]:
-        return summary(self.model, self.core.runner, self.settings)
+        return summary(self.model, self.core.runner, self.core.codec.choice, self.settings)
 
     @property
     def voices(self) -> tuple[VoiceInfo, ...]:

@@ -1,0 +1,63 @@
+"""The codec decoder's precision, chosen at load by measuring the weights being served.
+
+Why measure: on a CPU with bf16 (AVX-512 BF16 / AMX) the plugin's default, bf16, decodes ~3x cheaper than f32
+(0.6b codec, 2 cores: ~180-230 against ~720 ms of CPU per second of audio), but its error depends on the weights.
+On random weights it is 2.2-2.5e-3 of full scale RMS against f32 (signal RMS 0.11), above the 1e-3 bound issue 17
+sets, and no part of the graph carries it alone: in f32, the transformer part alone leaves 1.4e-3, everything but
+the last block 2.6e-4 at f32's full cost. Whether a real checkpoint stays within the bound cannot be told from
+random weights, so the server decodes a few frames of fixed codes both ways at load and keeps the cheaper
+precision only when the bound holds. On a CPU that computes in f32 anyway (AVX2) there is nothing to compare.
+
+`engine.codec_precision`: "auto" (this), or a precision to use as it is ("" = the plugin default, f32, bf16, f16).
+With "auto", an explicit `engine.inference_precision` is followed (f32 is the exact mode, codec included).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from wyoming_chorus.engine.device import cpu_facts
+from wyoming_chorus.engine.streaming_codec import StreamingCodecDecoder
+
+AUDIO_ERROR_BOUND = 1e-3  # RMS of the difference from f32, as a fraction of full scale
+PROBE_FRAMES = 16  # 1.3 s of audio, ~0.1 s to decode in f32 on 2 cores (real dims)
+
+
+@dataclass(frozen=True)
+class CodecChoice:
+    decoder: StreamingCodecDecoder
+    precision: str  # what the plugin computes in
+    reason: str     # for the start-up log
+
+
+def choose_codec_decoder(xml: str | os.PathLike, codebook_size: int, requested: str = "auto",
+                         inference_precision: str = "", bound: float = AUDIO_ERROR_BOUND) -> CodecChoice:
+    """The decoder to serve with. `requested`: engine.codec_precision; `inference_precision`: the engine's."""
+    facts = cpu_facts()
+    if requested != "auto":
+        return CodecChoice(StreamingCodecDecoder(xml, requested), facts.inference_precision(requested),
+                           "set by engine.codec_precision")
+    if inference_precision:
+        return CodecChoice(StreamingCodecDecoder(xml, inference_precision),
+                           facts.inference_precision(inference_precision), "as engine.inference_precision")
+    default = StreamingCodecDecoder(xml)
+    cheap = facts.inference_precision("")
+    if cheap == "f32":
+        return CodecChoice(default, "f32", "the plugin's default here")
+    exact = StreamingCodecDecoder(xml, "f32")
+    error = probe_error(default, exact, codebook_size)
+    verdict = f"{cheap}'s RMS error against f32 on these weights is {error:.1e} of full scale"
+    if error <= bound:
+        return CodecChoice(default, cheap, f"{verdict}, within {bound:.0e}")
+    return CodecChoice(exact, "f32", f"{verdict}, above {bound:.0e} (engine.codec_precision: {cheap} takes the "
+                                     "cheaper one anyway)")
+
+
+def probe_error(decoder: StreamingCodecDecoder, reference: StreamingCodecDecoder, codebook_size: int) -> float:
+    """RMS of `decoder`'s audio minus `reference`'s for the same fixed codes, as a fraction of full scale."""
+    codes = np.random.default_rng(0).integers(0, codebook_size, (PROBE_FRAMES, decoder.num_quantizers))
+    audio = decoder.push(decoder.new_stream(), codes).astype(np.float64)
+    exact = reference.push(reference.new_stream(), codes).astype(np.float64)
+    return float(np.sqrt(np.mean(np.square(audio - exact))))
