@@ -156,6 +156,16 @@ nb::tuple step(PyRunner& self, nb::handle batch) {
                           to_numpy(std::move(out.next_embeds), {entries, runner.hidden_size()}), logits);
 }
 
+nb::list kernels(PyRunner& self) {
+    nb::list out;
+    Runner& runner = self.runner();
+    for (const auto& [graph, kernels] : {std::pair{"talker", runner.talker_kernels()},
+                                         std::pair{"code_predictor", runner.predictor_kernels()}}) {
+        for (const KernelInfo& k : kernels) out.append(nb::make_tuple(graph, k.layer_type, k.primitive, k.precision));
+    }
+    return out;
+}
+
 }  // namespace
 
 NB_MODULE(_native, m) {
@@ -173,5 +183,7 @@ NB_MODULE(_native, m) {
         .def_prop_ro("bytes_per_block", [](PyRunner& self) { return self.runner().bytes_per_block(); })
         .def_prop_ro("hidden_size", [](PyRunner& self) { return self.runner().hidden_size(); })
         .def_prop_ro("device", [](PyRunner& self) { return self.runner().device(); })
-        .def_prop_ro("kv_precision", [](PyRunner& self) { return self.runner().kv_precision(); });
+        .def_prop_ro("kv_precision", [](PyRunner& self) { return self.runner().kv_precision(); })
+        .def("kernels", &kernels,
+             "(graph, layer type, kernel, precision) of every op the plugin runs, after at least one step.");
 }

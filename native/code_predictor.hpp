@@ -10,6 +10,7 @@
 
 #include <openvino/runtime/core.hpp>
 
+#include "kernels.hpp"
 #include "sampling.hpp"
 #include "tables.hpp"
 
@@ -31,6 +32,7 @@ public:
     void predict(const std::vector<PredictorRow>& rows, int32_t* codes, float* embedding_sum);
 
     std::size_t num_codebooks() const { return tables_.size(); }
+    std::vector<KernelInfo> kernels() const { return executed_kernels(compiled_); }
 
 private:
     void update_views(std::size_t batch);

@@ -44,6 +44,8 @@ public:
     std::size_t num_code_groups() const { return 1 + predictor_->num_codebooks(); }
     const std::string& device() const { return device_; }
     std::string kv_precision() const { return talker_->cache().element_type().to_string(); }
+    std::vector<KernelInfo> talker_kernels() const { return talker_->kernels(); }
+    std::vector<KernelInfo> predictor_kernels() const { return predictor_->kernels(); }
 
 private:
     ov::Core core_;

@@ -8,6 +8,7 @@
 
 #include <openvino/runtime/core.hpp>
 
+#include "kernels.hpp"
 #include "paged_cache.hpp"
 #include "step.hpp"
 
@@ -35,6 +36,7 @@ public:
     const PagedCache& cache() const { return *cache_; }
     // What the plugin actually runs at (its default when none was asked for).
     ov::element::Type inference_precision() const;
+    std::vector<KernelInfo> kernels() const { return executed_kernels(compiled_); }
 
 private:
     // The ports infer uses, looked up once: by port, set_tensor / get_tensor search no names and build no

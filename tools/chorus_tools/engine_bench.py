@@ -19,11 +19,13 @@ from wyoming_chorus.engine.streaming_codec import StreamingCodecDecoder
 from wyoming_chorus.modeldir.manifest import ModelDir
 
 
-def start_batch(model: ModelDir, runner: PagedRunner, batch: int, context: int,
-                frame_cap: int) -> tuple[EngineCore, list[Sequence]]:
+def start_batch(model: ModelDir, runner: PagedRunner, batch: int, context: int, frame_cap: int,
+                inference_precision: str = "") -> tuple[EngineCore, list[Sequence]]:
     """An engine core over `runner` (never started: the benchmark steps it) holding `batch` requests whose prompts are
-    `context` rows long, stepped until every one of them decodes."""
-    settings = EngineSettings(max_batch=batch, max_waiting=batch, step_token_budget=max(batch, 512))
+    `context` rows long, stepped until every one of them decodes. `inference_precision`: the runner's, for the
+    core's codec decoder."""
+    settings = EngineSettings(max_batch=batch, max_waiting=batch, step_token_budget=max(batch, 512),
+                              inference_precision=inference_precision)
     core = EngineCore(model, settings, runner=runner)
     rng = np.random.default_rng(0)
     seqs = []

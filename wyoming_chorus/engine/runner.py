@@ -56,6 +56,11 @@ class PagedRunner:
         self.device = self._native.device
         self.kv_precision = self._native.kv_precision
 
+    def kernels(self) -> list[tuple[str, str, str, str]]:
+        """(graph, layer type, kernel, precision) of every op the plugin runs: which ISA a report's figures really
+        ran on (some kernels ignore ONEDNN_MAX_CPU_ISA). Read after at least one step."""
+        return self._native.kernels()
+
     def step(self, entries: list[ScheduledEntry], want_logits: bool = False) -> StepOutput:
         batch = StepBatch.of(entries, self.min_new_tokens, want_logits)
         codes, is_eos, next_embeds, logits = self._native.step(batch)

@@ -39,6 +39,10 @@ class StreamingCodecDecoder:
         self._compiled = core.compile_model(graph, device, config)
         self.block_frames = block_frames
 
+    def runtime_model(self) -> ov.Model:
+        """The executed graph: each op's kernel (tools/kernels.py)."""
+        return self._compiled.get_runtime_model()
+
     def new_stream(self) -> ov.InferRequest:
         """A new utterance: its own infer request, whose state starts at zeros."""
         return self._compiled.create_infer_request()
