@@ -44,7 +44,8 @@ class Speller:
         # Not after a letter: "MP3" and "H2O" are names, not numbers. "@" stands for a group-name suffix. CJK text
         # writes numbers right after its own letters ("最低-3"): there, only Latin letters make a name.
         letter, word = (r"[A-Za-z]", r"A-Za-z0-9_") if r.digits_stay else (r"[^\W\d_]", r"\w")
-        number = rf"(?<!{letter})(?<!\d)(?P<int@>{group}\d+)(?:{r.decimal}(?P<frac@>\d+))?"
+        digits = rf"(?P<int@>{group}\d+)(?:{r.decimal}(?P<frac@>\d+))?"
+        number = rf"(?<!{letter})(?<!\d){digits}"
         signed = rf"(?P<sign@>(?<![{word}.,)])[-−])?" + number
         end = rf"(?![{word}])"  # a unit's or a currency's end
         symbols = "|".join(re.escape(u) for u in sorted(self._units, key=len, reverse=True))
@@ -80,7 +81,7 @@ class Speller:
         if r.money:
             money = "|".join(re.escape(s) for s in [*r.money, *(c for c, s in CURRENCY_CODES.items() if s in r.money)])
             per = rf"(?:/(?P<per@>{symbols}){end})?" if r.per else ""
-            add(rf"(?P<cur>{money})\s?{number.replace('@', '')}{per.replace('@', '')}"
+            add(rf"(?P<cur>{money})\s?(?<!\d){digits.replace('@', '')}{per.replace('@', '')}"  # "CHF5" too
                 rf"|{signed.replace('@', '2')}\s?(?P<cur2>{money}){end}{per.replace('@', '2')}", self._money)
         start = rf"(?:{signed.replace('@', '0')}\s?[-–]\s?)?" if r.range else ""
         add(rf"{start}{signed.replace('@', '')}\s?(?P<unit>{units}){end}", self._quantity)
