@@ -14,10 +14,8 @@ from wyoming_chorus.frontend.normalize.rules import SYMBOLS, Noun, Rules
 
 def _templates(symbols: str, temperature_minus: str | None = None) -> dict[str, Noun]:
     """One template per SYMBOLS entry, in order, "|"-separated; "{n}" is the number (its sign included)."""
-    templates = symbols.split("|")
-    assert len(templates) == len(SYMBOLS)
     return {symbol: Noun((template,), "", minus=temperature_minus if symbol in ("°C", "°F", "°") else None)
-            for symbol, template in zip(SYMBOLS, templates, strict=True)}
+            for symbol, template in zip(SYMBOLS, symbols.split("|"), strict=True)}
 
 
 def _rules(code: str, minus: str, units: dict[str, Noun], money: dict[str, str], clock: tuple[str, str, str],
