@@ -11,7 +11,13 @@ from wyoming.client import AsyncTcpClient
 from wyoming.tts import SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
 
 from wyoming_chorus.frontend import language
-from wyoming_chorus.frontend.language import LANGUAGES, choose_language, detect_language
+from wyoming_chorus.frontend.language import (
+    LANGUAGES,
+    choose_language,
+    detect_language,
+    unspoken_language,
+    unspoken_note,
+)
 from wyoming_chorus.frontend.normalize import normalize
 
 SENTENCES = {
@@ -53,7 +59,7 @@ def test_units_are_no_evidence():
 
 
 def test_only_the_candidates_are_answered():
-    tiny = ("en", "de", "zh", "fr")  # builtin:tiny's languages
+    tiny = ("en", "de", "zh", "fr")  # a voice of four languages
     assert detect_language("La puerta del garaje está abierta.", tiny) is None  # Spanish: not one of them
     assert detect_language("Die Haustür ist abgeschlossen.", ("en_US", "de_DE")) == "de"
     # Languages the model lacks are not taken for the nearest one it has.
@@ -139,3 +145,13 @@ async def test_the_server_speaks_german_numbers_for_home_assistants_request(chor
     (first, language), *rest = built
     assert language == "german"
     assert first + "".join(rest) == "Es sind einundzwanzig Komma fünf Grad Celsius im Wohnzimmer."
+
+
+def test_a_language_the_voice_does_not_speak_is_named_for_the_warning():
+    assert unspoken_language("Het licht in de woonkamer is uit.", LANGUAGES) == "nl"
+    assert unspoken_language("Lampan i vardagsrummet är släckt.", LANGUAGES) == "sv"
+    assert unspoken_language("Die Haustür ist abgeschlossen.", LANGUAGES) is None  # spoken
+    assert unspoken_language("OK", LANGUAGES) is None  # not told
+    assert unspoken_language("La puerta del garaje está abierta.", ("en", "de")) == "es"
+    assert unspoken_note("pl") == ("Polish (pl), which the model does not speak: spoken anyway, its numbers and units "
+                                   "read the Russian way")

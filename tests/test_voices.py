@@ -38,7 +38,8 @@ from helpers import ServiceThread, free_port
 
 TINY = resolve_model("builtin:tiny")
 MANIFEST = json.loads((TINY / "chorus.json").read_text())  # custom_voice: ryan, serena, eric (Sichuan dialect)
-ALL = ("en", "de", "zh", "fr")
+ALL = ("zh", "en", "de", "it", "pt", "es", "ja", "ko", "fr", "ru")  # the real model's ten, in its config's order
+ENGLISH_FIRST = ("en", "zh", "de", "it", "pt", "es", "ja", "ko", "fr", "ru")
 
 
 def model_variant(tmp_path: Path, model_type: str, **manifest) -> Path:
@@ -72,7 +73,8 @@ def touch_later(path: Path, text: str) -> None:
 def test_every_speaker_is_a_voice_with_the_models_languages():
     voices = build_voices(MANIFEST, VoicesSettings())
     assert [(v.name, v.speaker, v.languages) for v in voices] == [
-        ("ryan", "ryan", ALL), ("serena", "serena", ALL), ("eric", "eric", ("zh",))]  # eric speaks his dialect
+        ("ryan", "ryan", ENGLISH_FIRST), ("serena", "serena", ALL),  # each speaker's native language first
+        ("eric", "eric", ALL)]  # his dialect where he speaks Chinese, every other language plainly
     assert all(v.instruct is None and v.language is None for v in voices)
 
 
@@ -86,8 +88,8 @@ def test_the_default_voice_comes_first_and_must_exist(tmp_path):
 def test_a_voice_language_narrows_the_listed_languages(tmp_path):
     voices = build_voices(MANIFEST, voices_from(tmp_path, "voices:\n  language: de_DE\n"))
     assert all(v.languages == ("de_DE",) and v.language == "de_DE" for v in voices)
-    with pytest.raises(ConfigError, match=r"^voices\.language: the model does not speak 'ja'"):
-        build_voices(MANIFEST, voices_from(tmp_path, "voices:\n  language: ja\n"))
+    with pytest.raises(ConfigError, match=r"^voices\.language: the model does not speak 'nl'"):
+        build_voices(MANIFEST, voices_from(tmp_path, "voices:\n  language: nl\n"))
 
 
 def test_design_presets_style_a_speaker_on_a_custom_voice_model(tmp_path):
@@ -174,8 +176,8 @@ def test_language_codes_map_to_the_models_languages():
     voices = Voices(ModelDir(TINY), VoicesSettings())
     assert [voices.model_language(c) for c in (None, "en", "de_DE", "fr-CA", "ZH")] == [
         "auto", "english", "german", "french", "chinese"]
-    with pytest.raises(UnknownVoice, match="does not speak 'ja'"):
-        voices.model_language("ja")
+    with pytest.raises(UnknownVoice, match="does not speak 'nl'"):
+        voices.model_language("nl")
 
 
 # ---- re-reading the config file --------------------------------------------------------------------------------

@@ -36,7 +36,11 @@ _MODEL_SIZE = {"tiny": "tiny", "0.6b": "0b6", "1.7b": "1b7"}
 # Codec-vocabulary ids above the 2048 codes; speakers and languages are embedded with the same codec table.
 _CODEC_IDS = {"codec_pad_id": 2148, "codec_bos_id": 2149, "codec_eos_token_id": 2150, "codec_think_id": 2154,
               "codec_nothink_id": 2155, "codec_think_bos_id": 2156, "codec_think_eos_id": 2157}
-_LANGUAGES = {"english": 2050, "german": 2053, "chinese": 2055, "french": 2061, "sichuan_dialect": 2062}
+# The real checkpoints' ten languages and two dialects, with their ids: a test install offers every language the real
+# model speaks (Home Assistant greys out a pipeline language no voice lists).
+_LANGUAGES = {"chinese": 2055, "english": 2050, "german": 2053, "italian": 2070, "portuguese": 2071, "spanish": 2054,
+              "japanese": 2058, "korean": 2064, "french": 2061, "russian": 2069, "beijing_dialect": 2074,
+              "sichuan_dialect": 2062}
 _SPEAKERS = {"ryan": 3000, "serena": 3001, "eric": 3002}
 _DIALECTS = {"ryan": False, "serena": False, "eric": "sichuan_dialect"}
 

@@ -14,6 +14,10 @@ Scandinavian, Polish, Czech), so that text in those is not taken for German but 
 Not confident enough means no answer (None: the model decides, and the English number rules apply): a word or two
 with no telling letters, digits and units alone ("21.5 °C"). Numbers and their units are dropped before detecting:
 the "C" of "°C" and the "kWh" of a reading are letters of no language.
+
+Text told to be in a language the voice does not speak (Dutch, Polish, Swedish: the model speaks none of them) is
+still spoken, the model choosing how, with its numbers and units read by the closest rules the server has
+(normalize.CLOSEST); `unspoken_note` names it for the reply's one warning line.
 """
 from __future__ import annotations
 
@@ -23,12 +27,17 @@ from collections.abc import Iterable
 
 from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
+from wyoming_chorus.frontend.normalize import rules_language
+
 # Qwen3-TTS' languages, as clients name them
 LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "ru", "zh", "ja", "ko")
 # Detected but never answered: without them, Dutch, Swedish or Polish text is read as German. They cost two right
 # answers in a hundred, both English ("garage door" is Dutch enough), where no answer reads the same. Ukrainian is
 # not among them: Russian would lose its short replies, which only it among the model's languages writes in Cyrillic.
 _OTHERS = ("nl", "da", "sv", "no", "pl", "cs")
+NAMES = {"en": "English", "de": "German", "fr": "French", "es": "Spanish", "it": "Italian", "pt": "Portuguese",
+         "ru": "Russian", "zh": "Chinese", "ja": "Japanese", "ko": "Korean", "nl": "Dutch", "da": "Danish",
+         "sv": "Swedish", "no": "Norwegian", "pl": "Polish", "cs": "Czech"}
 # More likely than all the other languages together; one word must be surer ("Okay" scores 0.5 German, "Non" 0.56
 # Italian, while "Schlafzimmer" is 0.99 German).
 _MIN_CONFIDENCE = 0.5
@@ -59,16 +68,36 @@ def words_of(text: str) -> list[str]:
     return _NOT_LETTERS.sub(" ", _QUANTITY.sub(" ", text)).split()
 
 
-def detect_language(text: str, candidates: Iterable[str]) -> str | None:
-    """The language of `text` among `candidates` (codes: "de", "de_DE"), or None when it cannot be told with
-    confidence or is none of them (a voice's languages: the model is not made to read text in another)."""
+def identify(text: str) -> str | None:
+    """The language of `text` among all the detector tells (the model's and `_OTHERS`), or None when it cannot be
+    told with confidence."""
     words = words_of(text)
     if not words:
         return None
     code, confidence = load_detector().classify(" ".join(words))
     if confidence < (_MIN_CONFIDENCE if len(words) > 1 else _MIN_CONFIDENCE_ONE_WORD):
         return None
-    return code if any(_primary(c) == code for c in candidates) else None
+    return code
+
+
+def detect_language(text: str, candidates: Iterable[str]) -> str | None:
+    """The language of `text` among `candidates` (codes: "de", "de_DE"), or None when it cannot be told with
+    confidence or is none of them (a voice's languages: the model is not made to read text in another)."""
+    code = identify(text)
+    return code if code is not None and _spoken(code, candidates) else None
+
+
+def unspoken_language(text: str, candidates: Iterable[str]) -> str | None:
+    """The language of `text` when it is told with confidence and is none of `candidates` ("nl" for Dutch text)."""
+    code = identify(text)
+    return code if code is not None and not _spoken(code, candidates) else None
+
+
+def unspoken_note(code: str) -> str:
+    """What the reply's warning says of text in `code`, a language the voice does not speak."""
+    rules = rules_language(code).split("_")[0]
+    return f"{NAMES.get(code, code)} ({code}), which the model does not speak: spoken anyway, its numbers and units " \
+           f"read the {NAMES.get(rules, rules)} way"
 
 
 def choose_language(requested: str | None, voice_default: str | None, text: str,
@@ -80,6 +109,10 @@ def choose_language(requested: str | None, voice_default: str | None, text: str,
             return code, False
     detected = detect_language(text, candidates)
     return detected, detected is not None
+
+
+def _spoken(code: str, candidates: Iterable[str]) -> bool:
+    return any(_primary(c) == code for c in candidates)
 
 
 def _primary(code: str) -> str:

@@ -17,7 +17,7 @@ from wyoming_chorus.engine.sequence import SamplingParams, Sequence
 from wyoming_chorus.errors import InvalidText, RequestFailed
 from wyoming_chorus.frontend.clean_text import clean_text
 from wyoming_chorus.frontend.clone import ClipCodes, ClipError, SpeakerEmbeddings
-from wyoming_chorus.frontend.language import choose_language, load_detector
+from wyoming_chorus.frontend.language import choose_language, load_detector, unspoken_language
 from wyoming_chorus.frontend.normalize import normalize
 from wyoming_chorus.frontend.prompt import PromptBuilder, PromptError
 from wyoming_chorus.frontend.voices import VoiceInfo, Voices
@@ -99,10 +99,12 @@ class RequestBuilder:
             # One text token per frame, the rest fed as it comes: the layout of non_streaming_mode=False.
             clone_layout["non_streaming_mode"] = False
         # The request's language, else the voice's, else the text's among the voice's languages (Home Assistant sends
-        # none); None lets the model decide, with the English number rules.
+        # none); None lets the model decide, with the English number rules, or with the closest rules to the text's
+        # language when that is one the voice does not speak.
         code, detected = choose_language(language, chosen.language, text, chosen.languages)
         model_language = self.voices.model_language(code)
-        spoken = normalize(text, code)
+        rules = code or self.unspoken_language(text, voice, speaker)
+        spoken = normalize(text, rules)
         try:
             prompt = self.prompts.build(spoken, speaker=chosen.speaker, language=model_language,
                                         instruct=chosen.instruct, **clone_layout)
@@ -113,7 +115,7 @@ class RequestBuilder:
         trailing = prompt.trailing
         if open_text:
             # The layout ends the text track with tts_eos: that row comes when the text is complete.
-            feed = TextFeed(self, code, prompt.n_text_tokens, words, eos_row=trailing[-1])
+            feed = TextFeed(self, rules, prompt.n_text_tokens, words, eos_row=trailing[-1])
             trailing = trailing[:-1]
         seq = self._sequence(prompt.prefill, trailing, prompt.pad, seed,
                              self.frame_cap(prompt.n_text_tokens, words))
@@ -121,6 +123,11 @@ class RequestBuilder:
         seq.codec_prefix = ref_codes
         seq.voice, seq.language, seq.language_detected = chosen.name, code, detected
         return seq, feed
+
+    def unspoken_language(self, text: str, voice: str | None, speaker: str | None) -> str | None:
+        """The language of `text` when it is one the voice does not speak (the model decides how to say it): its
+        numbers are read with the rules closest to it, and its reply warns (frontend.worker)."""
+        return unspoken_language(text, self.voices.find(voice, speaker).languages)
 
     def frame_cap(self, n_text_tokens: int, words: int) -> int:
         """Most frames a text of this length may take: a missing eos must not run away."""

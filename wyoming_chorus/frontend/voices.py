@@ -8,7 +8,9 @@
 - A model that ends up with no voice gets one named after the model, so that a server always has a default.
 
 Home Assistant matches voices to a pipeline by language code ("en"), while Qwen3-TTS names languages in words
-("english"); this module translates both ways. `Voices` re-reads the section when the config file changes.
+("english"); this module translates both ways. Every speaker speaks every language of the model (best its own, listed
+first); a dialect speaker (Eric: Sichuan) speaks its dialect where the text is Chinese or its language is left to
+the model, and the other languages plainly (prompt.py). `Voices` re-reads the section when the config file changes.
 """
 from __future__ import annotations
 
@@ -29,6 +31,9 @@ _LANGUAGE_CODES = {
     "japanese": "ja", "korean": "ko", "portuguese": "pt", "russian": "ru",
 }
 _DIALECT_CODE = "zh"  # Qwen3-TTS' dialects ("sichuan_dialect", "beijing_dialect") are all Chinese
+# The CustomVoice speakers' native languages (the model card): listed first among a speaker's languages.
+NATIVE = {"vivian": "zh", "serena": "zh", "uncle_fu": "zh", "dylan": "zh", "eric": "zh", "ryan": "en", "aiden": "en",
+          "ono_anna": "ja", "sohee": "ko"}
 
 
 @dataclass(frozen=True)
@@ -118,11 +123,11 @@ def build_voices(manifest: dict, settings: VoicesSettings) -> tuple[VoiceInfo, .
     voices = []
     for speaker in speakers:
         dialect = dialects.get(speaker)
-        if dialect and default_language is None:
-            voices.append(VoiceInfo(speaker, f"Qwen3-TTS speaker {speaker} ({dialect.replace('_', ' ')})",
-                                    (_DIALECT_CODE,), speaker=speaker))
-        else:
-            voices.append(voice(speaker, f"Qwen3-TTS speaker {speaker}", default_language, speaker=speaker))
+        description = f"Qwen3-TTS speaker {speaker}" + (f" ({dialect.replace('_', ' ')})" if dialect else "")
+        native = NATIVE.get(speaker, _DIALECT_CODE if dialect else None)
+        spoken = ((default_language,) if default_language
+                  else tuple(sorted(_codes(languages), key=lambda code: code != native)))
+        voices.append(VoiceInfo(speaker, description, spoken, speaker=speaker, language=default_language))
     for entry in settings.design:
         key = f"voices.design.{entry.name}"
         if model_type == "base" or not manifest.get("supports_instruct", True):

@@ -22,7 +22,7 @@ import numpy as np
 
 from wyoming_chorus.engine.sequence import Sequence
 from wyoming_chorus.errors import EngineError, RequestFailed
-from wyoming_chorus.frontend.language import choose_language
+from wyoming_chorus.frontend.language import choose_language, unspoken_note
 from wyoming_chorus.frontend.requests import RequestBuilder, TextFeed
 from wyoming_chorus.playback_clock import PlaybackClock
 
@@ -55,7 +55,8 @@ class Client(Protocol):
     @property
     def request(self) -> TextRequest: ...
 
-    def started(self, voice: str, language: str | None, language_detected: bool) -> None: ...
+    def started(self, voice: str, language: str | None, language_detected: bool, unspoken: str | None = None) -> None:
+        ...
     def put(self, pcm: bytes) -> None: ...
     def add_codes(self, codes: np.ndarray) -> None: ...
     def finish(self) -> None: ...
@@ -276,7 +277,9 @@ class FrontEnd:
         seq.deferred = request.deferred and not ticket.is_needed
         seq.clock = request.clock
         assert seq.voice is not None  # the builder names the voice it found
-        handle.started(seq.voice, seq.language, seq.language_detected)
+        # Text in a language the voice does not speak is spoken anyway; the reply's log warns once (ReplyLog).
+        unspoken = None if seq.language else self.builder.unspoken_language(text, request.voice, request.speaker)
+        handle.started(seq.voice, seq.language, seq.language_detected, unspoken_note(unspoken) if unspoken else None)
         if not self._engine.add(seq, handle):
             raise RequestFailed("the engine is not running")
         ticket.seq_id, ticket.feed_rows = seq.id, feed_rows

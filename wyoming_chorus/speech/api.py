@@ -39,6 +39,7 @@ class RequestInfo:
     voice: str
     language: str | None             # a code ("de"); None: the model decides
     language_detected: bool          # told from the text, not named by the request or the voice
+    unspoken: str | None = None      # the text's language when the voice does not speak it, described for the log
 
 
 class Control(Protocol):
@@ -123,9 +124,9 @@ class Handle:
         raise item
 
     # ---- the producers' side (any thread) ------------------------------------------------------------------------
-    def started(self, voice: str, language: str | None, language_detected: bool) -> None:
+    def started(self, voice: str, language: str | None, language_detected: bool, unspoken: str | None = None) -> None:
         """The request is built and enters the engine now."""
-        self._call(self._on_started, RequestInfo(voice, language, language_detected), time.monotonic())
+        self._call(self._on_started, RequestInfo(voice, language, language_detected, unspoken), time.monotonic())
 
     def put(self, pcm: bytes) -> None:
         self._call(self._deliver, pcm)

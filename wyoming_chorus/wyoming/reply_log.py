@@ -3,6 +3,10 @@ it asked for and how fast it was answered:
 
     reply to 192.168.1.20:51234: voice ryan, language de (detected), 45 characters, first audio 0.31 s,
     4.00 s of audio, RTF 0.12, ok
+
+and one WARNING line before it when the text is in a language the model does not speak:
+
+    reply to 192.168.1.20:51234: text in Dutch (nl), which the model does not speak: spoken anyway, ...
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ class ReplyLog:
         self.peer = peer
         self._voice: str | None = None
         self._languages: list[str] = []  # each language in the order the reply's requests spoke them
+        self._warned = False  # about a language the model does not speak: once per reply, however many sentences
         self._bytes_per_second = sample_rate * sample_width
         self.started = time.monotonic()
         self._first_audio: float | None = None
@@ -32,6 +37,9 @@ class ReplyLog:
         label = (info.language or "auto") + (" (detected)" if info.language_detected else "")
         if not self._languages or self._languages[-1] != label:
             self._languages.append(label)
+        if info.unspoken and not self._warned:
+            self._warned = True
+            _LOG.warning("reply to %s: text in %s", self.peer, info.unspoken)
 
     def audio(self, pcm: bytes) -> None:
         if self._first_audio is None and pcm:
