@@ -100,8 +100,8 @@ def trim(samples: np.ndarray, rate: int) -> np.ndarray:
     rms = np.sqrt(np.mean(samples[:count * frame].reshape(count, frame).astype(np.float64) ** 2, axis=1))
     loudest = 20 * np.log10(max(float(rms.max()), 1e-10))
     if loudest < SILENT_DBFS:
-        raise ClipProblem(f"the clip is silent (its loudest moment is {loudest:.0f} dBFS): check the microphone "
-                          "or the file")
+        level = "no sound at all" if loudest < -120 else f"its loudest moment is {loudest:.0f} dBFS"
+        raise ClipProblem(f"the clip is silent ({level}): check the microphone or the file")
     loud = np.flatnonzero(20 * np.log10(np.maximum(rms, 1e-10)) > loudest - QUIET_BELOW_PEAK_DB)
     sound = len(loud) * _FRAME_SECONDS
     margin = int(MARGIN_SECONDS * rate)

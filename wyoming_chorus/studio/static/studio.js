@@ -59,7 +59,7 @@ function render() {
       element("td", { textContent: KINDS[voice.kind] || voice.kind }),
       element("td", { textContent: voice.languages.join(", ") }),
       element("td", {}, isDefault),
-      element("td", {}, languages, " ", play),
+      element("td", { className: "preview" }, languages, " ", play),
       element("td", {}, remove));
     row.dataset.voice = voice.name;
     return row;
