@@ -55,14 +55,15 @@ class Studio:
         return self.service.port
 
 
-def start_studio(model: Path, scratch: Path, voices: VoicesSettings | None = None) -> Studio:
+def start_studio(model: Path, scratch: Path, voices: VoicesSettings | None = None, frames: int = 6) -> Studio:
     """A server for `model` with the studio on (loopback, a free port, its voices file in `scratch`); replies of the
-    random model are cut at 6 frames (0.5 s) a sentence, with a fixed seed: the same request, the same audio."""
+    random model are cut at `frames` frames (6: 0.5 s) a sentence, with a fixed seed: the same request, the same
+    audio."""
     voices_file = scratch / "studio" / "voices.yaml"
     settings = Settings(
         server=ServerSettings(uri=f"tcp://127.0.0.1:{free_port()}", shutdown_timeout=5.0),
         zeroconf=ZeroconfSettings(enabled=False),
-        engine=EngineSettings(model=str(model), seed=7, random_model_frames=6),
+        engine=EngineSettings(model=str(model), seed=7, random_model_frames=frames),
         metrics=MetricsSettings(enabled=False),
         voices=voices or VoicesSettings(),
         studio=StudioSettings(enabled=True, port=0, voices_file=str(voices_file), max_upload_mb=MAX_UPLOAD_MB),

@@ -19,6 +19,7 @@ import pytest
 import yaml
 from wyoming.event import Event
 
+from wyoming_chorus.app import studio_voices_file
 from wyoming_chorus.config import CloneVoice, ConfigError, StudioSettings, VoicesSettings, load_settings
 from wyoming_chorus.frontend.voices import Voices
 from wyoming_chorus.modeldir.manifest import ModelDir
@@ -117,6 +118,33 @@ async def test_a_preview_is_the_engines_audio_of_the_voice_as_wyoming_speaks_it(
     assert same, (len(pcm), len(spoken))
     status, answer = await asyncio.to_thread(call, studio.url + "api/preview?voice=nobody")
     assert status == 404 and "nobody" in answer["error"]
+
+
+async def test_a_preview_the_page_leaves_is_aborted_in_the_engine_and_frees_its_blocks(tmp_path):
+    running = await asyncio.to_thread(start_studio, TINY, tmp_path, frames=1500)  # as long as the text makes it
+    engine = running.service.service.engine
+    host, port = running.url.split("//")[1].rstrip("/").split(":")
+    request = b"GET /api/preview?voice=ryan&language=en HTTP/1.1\r\n\r\n"
+
+    async def frames_made(read_all: bool) -> int:
+        before = engine.stats().frames
+        with socket.create_connection((host, int(port)), timeout=60) as sock:
+            sock.sendall(request)
+            assert (await asyncio.to_thread(sock.recv, 65536)).startswith(b"HTTP/1.1 200 OK")  # audio has begun
+            while read_all and await asyncio.to_thread(sock.recv, 65536):
+                pass
+        give_up = time.monotonic() + 120
+        while (stats := engine.stats()).running or stats.waiting or stats.blocks_used:
+            assert time.monotonic() < give_up, stats
+            await asyncio.sleep(0.1)
+        return engine.stats().frames - before
+
+    try:
+        whole = await frames_made(read_all=True)
+        left = await frames_made(read_all=False)
+        assert left < whole / 2, (left, whole)  # stopped soon after the page left, its blocks freed (checked above)
+    finally:
+        await asyncio.to_thread(running.service.stop)
 
 
 async def test_the_default_is_set_and_a_studio_voice_deleted_while_config_voices_stay(studio):
@@ -281,6 +309,15 @@ def test_the_studio_is_off_unless_configured_and_listens_on_loopback(chorus, stu
     assert studio.service.service.studio_server._listener.getsockname()[0] == "127.0.0.1"
     default = load_settings()
     assert default.studio.enabled is False and default.studio.address == "127.0.0.1"
+
+
+def test_the_studio_voices_file_is_in_the_data_dir_or_beside_the_config(tmp_path):
+    config = tmp_path / "etc" / "config.yaml"
+    config.parent.mkdir()
+    config.write_text(f"engine:\n  data_dir: {tmp_path / 'data'}\n")
+    assert studio_voices_file(load_settings(config)) == tmp_path / "data" / "studio" / "voices.yaml"
+    config.write_text("studio:\n  voices_file: studio/voices.yaml\n")
+    assert studio_voices_file(load_settings(config)) == tmp_path / "etc" / "studio" / "voices.yaml"
 
 
 @pytest.mark.parametrize(("text", "key"), [

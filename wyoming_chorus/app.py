@@ -42,10 +42,13 @@ def model_dir(settings: EngineSettings) -> ModelDir:
 
 
 def studio_voices_file(settings: Settings) -> Path:
-    """studio.voices_file, else DATA_DIR/studio/voices.yaml."""
-    if settings.studio.voices_file is not None:
-        return Path(settings.studio.voices_file).expanduser()
-    return Path(settings.engine.data_dir or data_root()).expanduser() / "studio" / "voices.yaml"
+    """studio.voices_file (relative to the config file's folder, as clip paths are), else DATA_DIR/studio/
+    voices.yaml."""
+    if settings.studio.voices_file is None:
+        return Path(settings.engine.data_dir or data_root()).expanduser() / "studio" / "voices.yaml"
+    path = Path(settings.studio.voices_file).expanduser()
+    config = settings.voices.source
+    return path if path.is_absolute() or config is None else config.parent / path
 
 
 class Service:
