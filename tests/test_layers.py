@@ -22,6 +22,9 @@ ALLOWED = {
     "wyoming": {"speech.api"},
     "speech": {"engine", "frontend", "modeldir"},  # the model comes resolved (wyoming_chorus.app): no exporter
     "metrics_http": set(),
+    # The voice studio: its page on metrics_http's server, previews spoken as Wyoming replies are, voices written
+    # where the front end reads them.
+    "studio": {"metrics_http", "wyoming", "frontend", "modeldir"},
 }
 
 

@@ -129,6 +129,18 @@ class VoicesSettings:
     # Not a key: the file this section was read from. Relative clip paths start there, and the engine re-reads the
     # section when the file changes. None when the settings were made in code.
     source: Path | None = field(default=None, compare=False, metadata={"from_file": True})
+    # Not a key: the voice studio's own voices file (studio.voices_file, while the studio is enabled), a voices
+    # section of its own that the engine adds to this one and re-reads as it does this one's file. None: no studio.
+    studio_file: Path | None = field(default=None, compare=False, metadata={"from_file": True})
+
+
+@dataclass(frozen=True)
+class StudioSettings:
+    enabled: bool = _setting(False, check.boolean)
+    address: str = _setting("127.0.0.1", check.text())
+    port: int = _setting(9701, check.port)
+    voices_file: str | None = _setting(None, check.text(optional=True))  # None: DATA_DIR/studio/voices.yaml
+    max_upload_mb: float = _setting(16.0, check.number(0.1))
 
 
 @dataclass(frozen=True)
@@ -139,6 +151,7 @@ class Settings:
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
     voices: VoicesSettings = field(default_factory=VoicesSettings)
+    studio: StudioSettings = field(default_factory=StudioSettings)
 
 
 # ---- loading ----------------------------------------------------------------------------------------------------
@@ -166,10 +179,14 @@ def load_settings(path: Path | None = None, overrides: Mapping[str, Any] | None 
 
 def load_voices(path: Path) -> VoicesSettings:
     """Only the voices section of `path`: what the engine re-reads when the file changes."""
-    raw = _read(path).get("voices")
+    return parse_voices(_read(path).get("voices"), path)
+
+
+def parse_voices(raw: Any, source: Path) -> VoicesSettings:
+    """A voices section given as its YAML mapping (None: empty), as if read from `source`."""
     if raw is not None and not isinstance(raw, dict):
         raise ConfigError(f"voices: expected a mapping of settings, got {raw!r}")
-    return dataclasses.replace(_build(VoicesSettings, raw or {}, "voices."), source=path)
+    return dataclasses.replace(_build(VoicesSettings, raw or {}, "voices."), source=source)
 
 
 def _read(path: Path) -> dict:

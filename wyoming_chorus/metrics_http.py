@@ -18,15 +18,22 @@ at most RENDER_SHARE of the wall time: a Prometheus scrape every few seconds nev
 
 The limits are constants, not settings: a scrape or a probe is one short request answered in milliseconds, so they
 only ever bite on clients that are broken or hostile.
+
+`HttpServer` is that machinery without the routes: the voice studio (wyoming_chorus/studio) serves its page on a
+listener of its own with it. Its answers may take longer than a probe's (an upload, a preview being spoken): a route
+moves the exchange's deadline with `HttpRequest.allow`, reads a body with `HttpRequest.body` (bounded), and may
+answer with an async iterator of bytes, sent chunked as it comes.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass
 
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
@@ -42,33 +49,66 @@ MAX_HEADERS = 64 * 1024  # bytes in all header lines together
 MAX_CONNECTIONS = 16
 RENDER_SHARE = 0.05  # most of the wall time spent rendering /metrics (a render of this registry takes ~1 ms)
 
-_TEXT = "text/plain; charset=utf-8"
-_Answer = tuple[str, str, bytes]  # status line, content type, body
+TEXT = "text/plain; charset=utf-8"
 
 
-class _Refused(Exception):
-    """A request over the limits, and its answer."""
+@dataclass(frozen=True)
+class Answer:
+    status: str                             # "200 OK"
+    content_type: str
+    body: bytes | AsyncGenerator[bytes, None]  # a generator is sent chunked, each piece as it comes
+    headers: tuple[tuple[str, str], ...] = ()
 
-    def __init__(self, status: str, body: bytes):
+
+class Refused(Exception):
+    """A request refused before its body was read (over the limits, or not allowed), and its answer."""
+
+    def __init__(self, status: str, body: bytes, content_type: str = TEXT):
         super().__init__(status)
-        self.answer: _Answer = (status, _TEXT, body)
+        self.answer = Answer(status, content_type, body)
 
 
-class MetricsServer:
-    """Serves `metrics` and the `alive()` probe (called in the server's thread) on `listener`, a socket bound and
-    listening before the model loads (wyoming_chorus.wyoming.listeners)."""
+class HttpRequest:
+    """One request: its line and headers (names in lower case), and its body still unread in `reader`."""
 
-    def __init__(self, metrics: Metrics, alive: Callable[[], bool], listener: socket.socket):
-        self._metrics = metrics
-        self._alive = alive
+    def __init__(self, method: str, target: str, headers: dict[str, str], reader: asyncio.StreamReader,
+                 deadline: asyncio.Timeout):
+        self.method = method
+        self.target = target
+        self.path, _, self.query = target.partition("?")
+        self.headers = headers
+        self._reader = reader
+        self._deadline = deadline
+
+    def allow(self, seconds: float) -> None:
+        """The exchange may go on until `seconds` from now (instead of REQUEST_DEADLINE from its start)."""
+        self._deadline.reschedule(asyncio.get_running_loop().time() + seconds)
+
+    async def body(self, limit: int) -> bytes:
+        """The body, as long as its Content-Length says; a body over `limit` bytes is refused before it is read."""
+        if "transfer-encoding" in self.headers:
+            raise Refused("411 Length Required", b"send the body with a Content-Length\n")
+        length = self.headers.get("content-length", "")
+        if not length.isdigit():
+            raise Refused("411 Length Required", b"send the body with a Content-Length\n")
+        if int(length) > limit:
+            raise Refused("413 Content Too Large", f"the body is over the limit of {limit} bytes\n".encode())
+        return await self._reader.readexactly(int(length))
+
+
+class HttpServer:
+    """Answers requests on `listener` (bound and listening) with `_respond`, on an event loop in a thread of its own;
+    `name` and `path` say what it serves in the log line at start."""
+
+    def __init__(self, listener: socket.socket, name: str, path: str = "/"):
         self._listener = listener
+        self._name = name
+        self._path = path
         self._open: dict[asyncio.StreamWriter, None] = {}  # oldest first
-        self._thread = threading.Thread(target=self._main, name="metrics-http")
+        self._thread = threading.Thread(target=self._main, name=f"{name}-http")
         self._started = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
-        self._render_turn = asyncio.Lock()  # renders one at a time, spaced by RENDER_SHARE (binds to its loop on use)
-        self._next_render = 0.0
 
     @property
     def port(self) -> int:
@@ -79,9 +119,9 @@ class MetricsServer:
         self._thread.start()
         self._started.wait()
         if self._stopping is None:
-            raise RuntimeError("the metrics server did not start")
+            raise RuntimeError(f"the {self._name} server did not start")
         host = self._listener.getsockname()[0]
-        _LOG.info("metrics on http://%s:%s/metrics", f"[{host}]" if ":" in host else host, self.port)
+        _LOG.info("%s on http://%s:%s%s", self._name, f"[{host}]" if ":" in host else host, self.port, self._path)
 
     def stop(self) -> None:
         """Closes the listener and every connection; returns once the thread has ended."""
@@ -89,6 +129,9 @@ class MetricsServer:
             self._loop.call_soon_threadsafe(self._stopping.set)
         if self._thread.is_alive():
             self._thread.join()
+
+    async def _respond(self, request: HttpRequest) -> Answer:
+        raise NotImplementedError
 
     def _main(self) -> None:
         asyncio.run(self._run())
@@ -114,17 +157,13 @@ class MetricsServer:
             oldest.transport.abort()
         self._open[writer] = None
         try:
-            async with asyncio.timeout(REQUEST_DEADLINE):
+            async with asyncio.timeout(REQUEST_DEADLINE) as deadline:
                 refused = False
                 try:
-                    answer = await self._respond((await _read_request(reader)).split())
-                except _Refused as error:
+                    answer = await self._answer(reader, deadline)
+                except Refused as error:
                     answer, refused = error.answer, True
-                status, content_type, body = answer
-                head = (f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n"
-                        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")
-                writer.write(head.encode("latin-1") + body)
-                await writer.drain()
+                await _send(writer, answer)
                 if refused:
                     # Take in what the client is still sending before closing: a close with input unread resets
                     # the connection, and the client can lose the answer with it.
@@ -137,21 +176,42 @@ class MetricsServer:
         finally:
             self._open.pop(writer, None)
 
-    async def _respond(self, request_line: list[str]) -> _Answer:
+    async def _answer(self, reader: asyncio.StreamReader, deadline: asyncio.Timeout) -> Answer:
+        line, headers = await _read_request(reader)
+        request_line = line.split()
         if len(request_line) != 3:
-            return "400 Bad Request", _TEXT, b"bad request\n"
+            return Answer("400 Bad Request", TEXT, b"bad request\n")
         method, target, _version = request_line
-        path = target.split("?", 1)[0]
-        if method != "GET":
-            return "405 Method Not Allowed", _TEXT, b"only GET\n"
-        if path == "/metrics":
-            return "200 OK", CONTENT_TYPE_LATEST, await self._render()
-        if path == "/health":
-            if self._alive():
-                return "200 OK", _TEXT, b"ok\n"
-            return "503 Service Unavailable", _TEXT, b"engine loop stopped\n"
-        return "404 Not Found", _TEXT, b"not found: try /metrics or /health\n"
+        try:
+            return await self._respond(HttpRequest(method, target, headers, reader, deadline))
+        except (Refused, TimeoutError, ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            raise
+        except Exception:  # a bug: the client gets a 500, not a connection that hangs until its deadline
+            _LOG.exception("%s %s failed", method, target)
+            return Answer("500 Internal Server Error", TEXT, b"internal error; see the server's log\n")
 
+
+class MetricsServer(HttpServer):
+    """Serves `metrics` and the `alive()` probe (called in the server's thread) on `listener`, a socket bound and
+    listening before the model loads (wyoming_chorus.wyoming.listeners)."""
+
+    def __init__(self, metrics: Metrics, alive: Callable[[], bool], listener: socket.socket):
+        super().__init__(listener, "metrics", "/metrics")
+        self._metrics = metrics
+        self._alive = alive
+        self._render_turn = asyncio.Lock()  # renders one at a time, spaced by RENDER_SHARE (binds to its loop on use)
+        self._next_render = 0.0
+
+    async def _respond(self, request: HttpRequest) -> Answer:
+        if request.method != "GET":
+            return Answer("405 Method Not Allowed", TEXT, b"only GET\n")
+        if request.path == "/metrics":
+            return Answer("200 OK", CONTENT_TYPE_LATEST, await self._render())
+        if request.path == "/health":
+            if self._alive():
+                return Answer("200 OK", TEXT, b"ok\n")
+            return Answer("503 Service Unavailable", TEXT, b"engine loop stopped\n")
+        return Answer("404 Not Found", TEXT, b"not found: try /metrics or /health\n")
 
     async def _render(self) -> bytes:
         async with self._render_turn:
@@ -163,20 +223,46 @@ class MetricsServer:
             return body
 
 
-async def _read_request(reader: asyncio.StreamReader) -> str:
-    """The request line, once the headers after it (none of which matter here) have arrived."""
+async def _send(writer: asyncio.StreamWriter, answer: Answer) -> None:
+    """The answer, then the connection is done with (every exchange closes it: nothing here needs keep-alive)."""
+    length = f"Content-Length: {len(answer.body)}" if isinstance(answer.body, bytes) else "Transfer-Encoding: chunked"
+    extra = "".join(f"{name}: {value}\r\n" for name, value in answer.headers)
+    head = (f"HTTP/1.1 {answer.status}\r\nContent-Type: {answer.content_type}\r\n{extra}"
+            f"{length}\r\nConnection: close\r\n\r\n")
+    if isinstance(answer.body, bytes):
+        writer.write(head.encode("latin-1") + answer.body)
+        await writer.drain()
+        return
+    writer.write(head.encode("latin-1"))
+    # Closed however the exchange ends (the client left, the deadline passed): a body that holds work, such as a
+    # voice being spoken, stops it.
+    async with contextlib.aclosing(answer.body) as pieces:
+        async for piece in pieces:
+            if piece:
+                writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                await writer.drain()
+    writer.write(b"0\r\n\r\n")
+    await writer.drain()
+
+
+async def _read_request(reader: asyncio.StreamReader) -> tuple[str, dict[str, str]]:
+    """The request line and the headers after it (names in lower case; a repeated header keeps its last value)."""
     try:
         line = await reader.readuntil(b"\n")
     except asyncio.LimitOverrunError:
-        raise _Refused("400 Bad Request", b"request line too long\n") from None
+        raise Refused("400 Bad Request", b"request line too long\n") from None
     size = 0
+    headers: dict[str, str] = {}
     while True:
         try:
             header = await reader.readuntil(b"\n")
         except asyncio.LimitOverrunError:
-            raise _Refused("431 Request Header Fields Too Large", b"header line too long\n") from None
+            raise Refused("431 Request Header Fields Too Large", b"header line too long\n") from None
         size += len(header)
         if size > MAX_HEADERS:
-            raise _Refused("431 Request Header Fields Too Large", b"headers too large\n")
+            raise Refused("431 Request Header Fields Too Large", b"headers too large\n")
         if not header.strip():
-            return line.decode("latin-1")
+            return line.decode("latin-1"), headers
+        name, colon, value = header.decode("latin-1").partition(":")
+        if colon:
+            headers[name.strip().lower()] = value.strip()

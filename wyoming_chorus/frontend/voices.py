@@ -11,6 +11,10 @@ Home Assistant matches voices to a pipeline by language code ("en"), while Qwen3
 ("english"); this module translates both ways. Every speaker speaks every language of the model (best its own, listed
 first); a dialect speaker (Eric: Sichuan) speaks its dialect where the text is Chinese or its language is left to
 the model, and the other languages plainly (prompt.py). `Voices` re-reads the section when the config file changes.
+
+The voice studio (wyoming_chorus/studio) keeps the voices it makes in a voices file of its own (VoicesSettings.
+studio_file): its entries come after the config's and its default replaces the config's (`with_studio`), and it is
+re-read as the config file is. A studio file that does not fit is logged and left out; it never stops the server.
 """
 from __future__ import annotations
 
@@ -52,16 +56,16 @@ class Voices:
 
     def __init__(self, model: ModelDir, settings: VoicesSettings):
         self._manifest = dataclasses.asdict(model.manifest)  # build_voices reads the voice fields of a mapping
-        self._source = settings.source
-        self._stamp = _stamp(self._source)
+        self._config = settings  # the config's own section as last read
+        self._stamp = self._stamps()
         # Two threads enter: the front end finds voices, and the event loop lists them for a Describe, which must
         # show an edit at once without waiting behind the front end's work. The lock is taken only on a reload.
         self._lock = threading.Lock()
-        self._voices = build_voices(self._manifest, settings)  # a bad section fails the start (ConfigError)
+        self._voices = self._build(settings)  # a bad section fails the start (ConfigError)
 
     def current(self) -> tuple[VoiceInfo, ...]:
         """The voices, the default first; re-read when the config file changed since the last call."""
-        stamp = _stamp(self._source)
+        stamp = self._stamps()
         if stamp != self._stamp:
             with self._lock:
                 if stamp != self._stamp:
@@ -88,19 +92,52 @@ class Voices:
             return "auto"
         name = model_language(code, self._manifest["languages"])
         if name is None:
-            spoken = ", ".join(_codes(self._manifest["languages"]))
+            spoken = ", ".join(language_codes(self._manifest["languages"]))
             raise UnknownVoice(f"the model does not speak {code!r}; it speaks {spoken}")
         return name
 
-    def _reload(self) -> None:
-        if self._source is None:  # voices given in code, not read from a file: nothing to re-read
-            return
+    def check_studio(self, studio: VoicesSettings) -> tuple[VoiceInfo, ...]:
+        """The voices there would be with `studio` as the studio's voices section; ConfigError if it does not fit
+        (the studio checks a change with this before it writes it)."""
+        return build_voices(self._manifest, with_studio(self._config, studio))
+
+    def _stamps(self) -> tuple:
+        return _stamp(self._config.source), _stamp(self._config.studio_file)
+
+    def _build(self, config: VoicesSettings) -> tuple[VoiceInfo, ...]:
+        """The voices of `config` and its studio file. The config's own problems are raised (the household's edit);
+        the studio file's are logged and its voices left out."""
+        voices = build_voices(self._manifest, config)
+        path = config.studio_file
+        if path is None or not path.is_file():
+            return voices
         try:
-            self._voices = build_voices(self._manifest, load_voices(self._source))
+            return build_voices(self._manifest, with_studio(config, load_voices(path)))
         except ConfigError as error:
-            _LOG.warning("%s: %s; keeping the voices in use", self._source, error)
+            _LOG.warning("%s: %s; the studio's voices are left out", path, error)
+            return voices
+
+    def _reload(self) -> None:
+        source = self._config.source
+        try:
+            # Voices given in code, not read from a file, stay as they are; a studio file is re-read all the same.
+            config = load_voices(source) if source is not None else self._config
+            config = dataclasses.replace(config, studio_file=self._config.studio_file)
+            self._voices = self._build(config)
+        except ConfigError as error:
+            _LOG.warning("%s: %s; keeping the voices in use", source or "voices", error)
             return
-        _LOG.info("voices re-read from %s: %s", self._source, ", ".join(v.name for v in self._voices))
+        self._config = config
+        _LOG.info("voices re-read: %s", ", ".join(v.name for v in self._voices))
+
+
+def with_studio(config: VoicesSettings, studio: VoicesSettings) -> VoicesSettings:
+    """The config's voices section with the studio's added: its entries after the config's (its clip paths resolved
+    against the studio file's folder), its default in place of the config's."""
+    folder = studio.source.parent if studio.source is not None else Path()
+    clones = tuple(dataclasses.replace(clone, wav=folder / clone.wav) for clone in studio.clone)  # absolute stays
+    return dataclasses.replace(config, default=studio.default or config.default, design=config.design + studio.design,
+                               clone=config.clone + clones)
 
 
 def build_voices(manifest: dict, settings: VoicesSettings) -> tuple[VoiceInfo, ...]:
@@ -112,11 +149,12 @@ def build_voices(manifest: dict, settings: VoicesSettings) -> tuple[VoiceInfo, .
     def language(code: str | None, key: str) -> str | None:
         code = code or settings.language
         if code is not None and model_language(code, languages) is None:
-            raise ConfigError(f"{key}: the model does not speak {code!r}; it speaks {', '.join(_codes(languages))}")
+            spoken = ", ".join(language_codes(languages))
+            raise ConfigError(f"{key}: the model does not speak {code!r}; it speaks {spoken}")
         return code
 
     def voice(name: str, description: str, code: str | None, **fields) -> VoiceInfo:
-        spoken = (code,) if code else _codes(languages)
+        spoken = (code,) if code else language_codes(languages)
         return VoiceInfo(name, description, spoken, language=code, **fields)
 
     default_language = language(None, "voices.language")
@@ -176,7 +214,7 @@ def model_language(code: str, languages) -> str | None:
     return next((name for name, known in _LANGUAGE_CODES.items() if known == primary and name in languages), None)
 
 
-def _codes(languages) -> tuple[str, ...]:
+def language_codes(languages) -> tuple[str, ...]:
     """The codes of the model's languages; dialects are reached through their speakers, not listed."""
     return tuple(_LANGUAGE_CODES[name] for name in languages if name in _LANGUAGE_CODES)
 

@@ -1,0 +1,96 @@
+"""The voice studio tests' helpers: a real server (tiny model as a Base or VoiceDesign model) with the studio on, its
+page's API called over real HTTP, and clips made in memory."""
+from __future__ import annotations
+
+import io
+import json
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import openvino as ov
+import soundfile
+
+from wyoming_chorus.config import (
+    EngineSettings,
+    MetricsSettings,
+    ServerSettings,
+    Settings,
+    StudioSettings,
+    VoicesSettings,
+    ZeroconfSettings,
+)
+from wyoming_chorus.graphs.speaker_encoder import build_speaker_encoder, speaker_encoder_shapes
+
+from helpers import ServiceThread, free_port
+from test_voices import SPEAKER_ENCODER, model_variant
+
+MAX_UPLOAD_MB = 2.0
+
+
+def base_model(tmp_path: Path) -> Path:
+    """The tiny model as a Base model with a (random) speaker encoder: it clones voices from the embedding alone."""
+    model = model_variant(tmp_path, "base")
+    rng = np.random.default_rng(3)
+    weights = {name: rng.standard_normal(shape).astype(np.float32) * 0.2
+               for name, shape in speaker_encoder_shapes(SPEAKER_ENCODER).items()}
+    ov.save_model(build_speaker_encoder(weights, SPEAKER_ENCODER), str(model / "speaker_encoder.xml"))
+    return model
+
+
+@dataclass
+class Studio:
+    service: ServiceThread
+    voices_file: Path
+
+    @property
+    def url(self) -> str:
+        assert self.service.service.studio_server is not None
+        return f"http://127.0.0.1:{self.service.service.studio_server.port}/"
+
+    @property
+    def port(self) -> int:
+        return self.service.port
+
+
+def start_studio(model: Path, scratch: Path, voices: VoicesSettings | None = None, frames: int = 6) -> Studio:
+    """A server for `model` with the studio on (loopback, a free port, its voices file in `scratch`); replies of the
+    random model are cut at `frames` frames (6: 0.5 s) a sentence, with a fixed seed: the same request, the same
+    audio."""
+    voices_file = scratch / "studio" / "voices.yaml"
+    settings = Settings(
+        server=ServerSettings(uri=f"tcp://127.0.0.1:{free_port()}", shutdown_timeout=5.0),
+        zeroconf=ZeroconfSettings(enabled=False),
+        engine=EngineSettings(model=str(model), seed=7, random_model_frames=frames),
+        metrics=MetricsSettings(enabled=False),
+        voices=voices or VoicesSettings(),
+        studio=StudioSettings(enabled=True, port=0, voices_file=str(voices_file), max_upload_mb=MAX_UPLOAD_MB),
+    )
+    service = ServiceThread(settings)
+    service.start()
+    return Studio(service, voices_file)
+
+
+def call(url: str, data: dict | None = None, headers: dict[str, str] | None = None) -> tuple[int, dict]:
+    """GET `url`, or POST `data` to it as JSON; the status and the JSON answer."""
+    body = None if data is None else json.dumps(data).encode()
+    request = urllib.request.Request(url, body, {"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=120) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def clip_bytes(seconds: float = 4.0, rate: int = 24000, channels: int = 1, file_format: str = "WAV",
+               loudness: float = 0.3) -> bytes:
+    """A voice-like clip (a 180 Hz tone with its harmonics and some noise) as a file of `file_format`."""
+    rng = np.random.default_rng(0)
+    t = np.arange(int(seconds * rate)) / rate
+    tone = sum(np.sin(2 * np.pi * 180 * k * t) / k for k in range(1, 6)) * loudness / 2
+    samples = np.repeat((tone + loudness * 0.05 * rng.standard_normal(len(t)))[:, None], channels, 1)
+    out = io.BytesIO()
+    soundfile.write(out, samples.astype(np.float32), rate, format=file_format)
+    return out.getvalue()
