@@ -164,7 +164,7 @@ def build_voices(manifest: dict, settings: VoicesSettings) -> tuple[VoiceInfo, .
         description = f"Qwen3-TTS speaker {speaker}" + (f" ({dialect.replace('_', ' ')})" if dialect else "")
         native = NATIVE.get(speaker, _DIALECT_CODE if dialect else None)
         spoken = ((default_language,) if default_language
-                  else tuple(sorted(_codes(languages), key=lambda code: code != native)))
+                  else tuple(sorted(language_codes(languages), key=lambda code: code != native)))
         voices.append(VoiceInfo(speaker, description, spoken, speaker=speaker, language=default_language))
     for entry in settings.design:
         key = f"voices.design.{entry.name}"
