@@ -218,12 +218,14 @@ def test_model_names():
         assert hub.hub_repo(path) is None, path
 
 
-def test_weights_are_int8_with_nncf_and_f16_without(monkeypatch):
+def test_weights_are_int8_with_nncf_and_f16_without_or_on_amx(monkeypatch):
     real = hub.importlib.util.find_spec
     monkeypatch.setattr(hub.importlib.util, "find_spec", lambda name: object() if name == "nncf" else real(name))
-    assert hub.preferred_weights()[0] == "int8"
+    assert hub.preferred_weights("avx2")[0] == hub.preferred_weights("avx512f")[0] == "int8"
+    weights, why = hub.preferred_weights("amx_bf16")
+    assert weights == "f16" and "AMX" in why
     monkeypatch.setattr(hub.importlib.util, "find_spec", lambda name: None if name == "nncf" else real(name))
-    assert hub.preferred_weights()[0] == "f16"
+    assert hub.preferred_weights("avx2")[0] == "f16"
 
 
 def test_data_dir_defaults_to_xdg(monkeypatch, tmp_path):

@@ -16,7 +16,7 @@ TOP = {"__init__", "__main__", "app", "cli"}
 ALLOWED = {
     "graphs": set(),
     "modeldir": set(),
-    "export": {"graphs", "modeldir"},
+    "export": {"graphs", "modeldir", "engine.device"},  # which CPU this is decides the weights to export with
     "engine": {"modeldir"},
     "frontend": {"modeldir", "engine.sequence"},
     "wyoming": {"speech.api"},

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from wyoming_chorus.engine.device import cpu_facts
 from wyoming_chorus.errors import SetupError
 
 _LOG = logging.getLogger(__name__)
@@ -52,13 +53,19 @@ def data_root() -> Path:
     return Path(base) / "wyoming-chorus"
 
 
-def preferred_weights() -> tuple[str, str]:
-    """The weight mode to export with, and why.
+def preferred_weights(isa: str | None = None) -> tuple[str, str]:
+    """The weight mode to export with on this CPU (`isa`: its most telling flag, default this machine's), and why.
 
-    Measured at 0.6B dims on a CPU (README, Models): INT8 runs the talker 1.7x faster than f16 (22 vs 39 ms per step
-    at batch 1, the whole frame 89 vs 154 ms) and is 41% smaller, for a talker logit error of 3.5% against f32 (f16
-    with bf16 arithmetic: 1.0%). INT4 is faster still but moves the logits by 40%: not acceptable unchecked.
+    Measured at 0.6B dims (README, Models and Speed; tools/kernels.py names the kernels):
+    - Without AMX (AVX2, AVX-512): INT8 runs the talker 1.7x faster than f16 (22 vs 39 ms per step at batch 1, the
+      whole frame 89 vs 154 ms) and is 41% smaller, for a talker logit error of 3.5% against f32 (f16 with bf16
+      arithmetic: 1.0%). INT4 is faster still but moves the logits by 40%: not acceptable unchecked.
+    - With AMX, f16 weights run on its tiles (kernel brgemm_avx512_amx_bf16) while compressed ones do not
+      (brgemm_avx512_bf16, openvino 2026.4): f16 is as fast as INT8 at batch 1 and ~1.5x faster at batch 16.
     """
+    if (isa or cpu_facts().isa) == "amx_bf16":
+        return "f16", ("this CPU has AMX, where f16 weights run on its tiles and INT8 ones do not: f16 is as fast at "
+                       "batch 1 and faster with several rooms")
     if importlib.util.find_spec("nncf") is not None:
         return "int8", "NNCF is installed; INT8 weights run the talker 1.7x faster than f16 for a 3.5% logit error"
     return "f16", "NNCF is not installed (pip install 'wyoming-chorus[compress]' for faster INT8 weights)"
