@@ -115,20 +115,23 @@ async def contend(server: ServerProcess, plan: Plan, client: ClientSettings, res
     scenario = await measured(server, contention(server.port, plan.readers, plan.probes, BENCH_SEED,
                                                  plan.readout_words, client))
     results["scenarios"].append(scenario)
-    alone = [o.ttfa_s for o in scenario.outcomes if o.kind == "announce (alone)" and o.ttfa_s is not None]
-    busy = [o.ttfa_s for o in scenario.outcomes if o.kind.startswith("announce (") and o.kind != "announce (alone)"
-            and o.ttfa_s is not None]
+    announcements = [o for o in scenario.outcomes if o.kind.startswith("announce (")]
+    probes = {"alone": [o for o in announcements if o.kind == "announce (alone)"],
+              "busy": [o for o in announcements if o.kind != "announce (alone)"]}
     readers = [o for o in scenario.outcomes if o.kind == "readout"]
-    results["contention"] = {
+    c = results["contention"] = {
         "readers": plan.readers, "readers_heard": scenario.extra.get("readers_heard"),
-        "alone_ttfa_s": alone, "busy_ttfa_s": busy,
-        "alone_median_s": statistics.median(alone) if alone else None,
-        "busy_median_s": statistics.median(busy) if busy else None,
         "reader_errors": sum(o.error is not None for o in readers),
         "server": scenario.extra.get("server"),
     }
-    c = results["contention"]
-    log(f"  announcement alone {fmt(c['alone_median_s'])} s, with {plan.readers} reading {fmt(c['busy_median_s'])} s")
+    for label, outcomes in probes.items():
+        first = [o.ttfa_s for o in outcomes if o.ttfa_s is not None]
+        five = [o.five_s_s for o in outcomes if o.five_s_s is not None]
+        c[f"{label}_ttfa_s"], c[f"{label}_5s_s"] = first, five
+        c[f"{label}_median_s"] = statistics.median(first) if first else None
+        c[f"{label}_5s_median_s"] = statistics.median(five) if five else None
+    log(f"  announcement alone: first audio {fmt(c['alone_median_s'])} s, 5 s of audio {fmt(c['alone_5s_median_s'])} "
+        f"s; with {plan.readers} reading: {fmt(c['busy_median_s'])} s, {fmt(c['busy_5s_median_s'])} s")
 
 
 def capacity_rate(results: dict, plan: Plan) -> float:

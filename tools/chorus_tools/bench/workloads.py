@@ -136,13 +136,13 @@ class Outcome:
 
 
 async def request(port: int, spec: Spec, began: float, outcome: Outcome, client: ClientSettings,
-                  hang_up_after_first: bool = False, first_audio: asyncio.Event | None = None) -> Outcome:
+                  first_audio: asyncio.Event | None = None) -> Outcome:
     """One reply on its own connection, recorded into `outcome` (a cancelled request keeps what it got)."""
     stream = Stream.even(spec.text, client.delta_chars, client.delta_s) if spec.mode == "stream" else None
     reply = Reply()
     try:
         await speak(tcp_uri(port), spec.text, stream, reply=reply, timeout=client.timeout,
-                    hang_up_after=1 if hang_up_after_first else None, first_audio=first_audio)
+                    first_audio=first_audio)
     except asyncio.CancelledError:
         outcome.cut = True
         raise
@@ -216,10 +216,10 @@ async def run_specs(name: str, port: int, specs: list[Spec], client: ClientSetti
 
 async def contention(port: int, readers: int, probes: int, seed: int, readout_words: int,
                      client: ClientSettings) -> Scenario:
-    """A short announcement's time to first audio alone (`probes` times, one after another), then again while
-    `readers` rooms read long texts: the probes start once every reader has heard its first audio (all of them are in
-    the batch, decoding). Each probe hangs up at its first audio chunk (only that is measured); the readers are cut
-    after the last probe."""
+    """A short announcement's time to first audio and to 5 s of audio (or its end: what Home Assistant's ffmpeg
+    waits for) alone (`probes` times, one after another), then again while `readers` rooms read long texts: the
+    probes start once every reader has heard its first audio (all of them are in the batch, decoding). Each probe
+    runs to its end; the readers are cut after the last probe."""
     rng = random.Random(seed)
     probe_texts = [make_text("announce", rng) for _ in range(probes)]
     began = time.monotonic()
@@ -231,7 +231,7 @@ async def contention(port: int, readers: int, probes: int, seed: int, readout_wo
             spec = Spec("announce", "oneshot", text, room=-1)
             outcome = _outcome(spec, began)
             outcome.kind = f"announce ({label})"
-            await request(port, spec, began, outcome, client, hang_up_after_first=True)
+            await request(port, spec, began, outcome, client)
             done.append(outcome)
         return done
 
