@@ -21,6 +21,7 @@ from pathlib import Path
 OPTIONS = Path(os.environ.get("CHORUS_ADDON_OPTIONS", "/data/options.json"))
 CONFIG = Path("/tmp/wyoming-chorus.yaml")
 WYOMING_PORT = 10200
+STUDIO_PORT = 9701  # config.yaml: ingress_port
 # What the Supervisor's discovery API answers within; after a failure, the wait before the next of ATTEMPTS tries.
 HTTP_TIMEOUT_S, RETRY_WAIT_S, ATTEMPTS = 10.0, 5.0, 5
 
@@ -41,6 +42,9 @@ def server_config(options: dict) -> dict:
         "voices": {"default": options.get("voice") or None, "language": options["language"]},
         # /health for the image's HEALTHCHECK; the port is published only if the user maps it.
         "metrics": {"enabled": True, "address": "0.0.0.0", "port": 9700},
+        # The voice studio behind Home Assistant's ingress (config.yaml's ingress_port); its voices stay in
+        # /data/studio (engine.data_dir), so they survive updates and are in the add-on's backups.
+        "studio": {"enabled": True, "address": "0.0.0.0", "port": STUDIO_PORT},
     }
 
 
