@@ -112,10 +112,11 @@ class Case:
 CASES = {
     "ryan": Case("custom_voice", "Turn off the kitchen lights.", "ryan", speaker="ryan"),
     "serena-english": Case("custom_voice", "The front door is locked.", "serena", speaker="serena", language="en"),
-    "eric-dialect": Case("custom_voice", "Good night.", "eric", speaker="eric"),  # auto -> his dialect's id
+    # Chinese text, told as such: a dialect speaker speaks his dialect there (the dialect's id in the prompt).
+    "eric-dialect": Case("custom_voice", "晚安。", "eric", speaker="eric"),
     "designed": Case("voice_design", "Welcome home!", "calm", instruct=INSTRUCT),
 }
-_LANGUAGE_NAMES = {None: "auto", "en": "english"}
+_LANGUAGE_NAMES = {None: "auto", "en": "english", "zh": "chinese"}
 
 
 def spoken_language(case: Case, models) -> str | None:
