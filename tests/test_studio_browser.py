@@ -197,6 +197,18 @@ async def test_the_page_behind_an_ingress_prefix_clones_previews_and_refuses_a_b
                                           "&& m.textContent)(document.getElementById('message'))")
             assert await page.evaluate("document.getElementById('message').className") == "ok", message
             await page.wait_for(listed_in_page("Recorded"))
+
+            # The default voice, picked in the page (its radio button): the voice spoken when Home Assistant names
+            # none, and the first its next Describe offers. Until now the first voice made is the default.
+            assert (await describe(studio.port)).tts[0].voices[0].name == "Browser Voice"
+            await page.evaluate("document.querySelector('input[name=default][title=\"Make Recorded the default "
+                                "voice\"]').click()")
+            async with asyncio.timeout(60):
+                while (await describe(studio.port)).tts[0].voices[0].name != "Recorded":
+                    await asyncio.sleep(0.2)
+            assert studio.service.service.engine.voices[0].name == "Recorded"
+            assert await page.evaluate("document.querySelector('input[name=default]:checked').title") == \
+                "Make Recorded the default voice"
             assert page.thrown == []
 
 
