@@ -22,7 +22,8 @@ from wyoming_chorus.engine.device import cpu_facts
 from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
 from wyoming_chorus.modeldir.manifest import ModelDir
 
-# Layer types that do the work; the rest (reshapes, converts, eltwise) are listed with --all.
+# Layer types that do the work (products, attention, norms, elementwise and their fused subgraphs, lookups); the rest
+# (reshapes, converts, inputs) are listed with --all.
 HEAVY = ("FullyConnected", "PagedAttention", "MatMul", "ScaledDotProductAttention", "Convolution", "Deconvolution",
          "Subgraph", "Eltwise", "RMS", "Gather")
 
