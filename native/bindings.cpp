@@ -184,6 +184,9 @@ NB_MODULE(_native, m) {
         .def_prop_ro("hidden_size", [](PyRunner& self) { return self.runner().hidden_size(); })
         .def_prop_ro("device", [](PyRunner& self) { return self.runner().device(); })
         .def_prop_ro("kv_precision", [](PyRunner& self) { return self.runner().kv_precision(); })
+        .def_prop_ro("predictor_heads_split",
+                     [](PyRunner& self) { return self.runner().predictor_heads_split(); },
+                     "True when the code predictor's output heads run as models of their own (predictor_heads.hpp).")
         .def("kernels", &kernels,
              "(graph, layer type, kernel, precision) of every op the plugin runs, after at least one step.");
 }

@@ -3,23 +3,72 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "predictor_heads.hpp"
+
+namespace {
+
+void check_logits(const ov::CompiledModel& compiled, std::size_t codebook_size) {
+    const auto& logits = compiled.output("logits").get_partial_shape();
+    if (logits.rank().is_dynamic() || logits.size() != 2 || logits[1].is_dynamic() ||
+        static_cast<std::size_t>(logits[1].get_length()) != codebook_size) {
+        throw std::runtime_error("code predictor logits have shape " + logits.to_string() + ", expected [B, " +
+                                 std::to_string(codebook_size) + "]");
+    }
+}
+
+}  // namespace
+
 CodePredictor::CodePredictor(ov::Core& core, const std::string& xml, const std::string& device,
                              const ov::AnyMap& properties, EmbeddingTables tables)
-    : compiled_(core.compile_model(xml, device, properties)),
-      request_(compiled_.create_infer_request()),
-      tables_(std::move(tables)),
+    : tables_(std::move(tables)),
       hidden_size_(tables_.at(0).dim),
       codebook_size_(tables_.at(0).rows),
-      inputs_port_(compiled_.input("inputs_embeds")),
-      logits_port_(compiled_.output("logits")),
       head_index_(ov::element::i64, ov::Shape{}) {
-    const auto& logits = compiled_.output("logits").get_partial_shape();
-    if (logits.rank().is_dynamic() || logits.size() != 2 || logits[1].is_dynamic() ||
-        static_cast<std::size_t>(logits[1].get_length()) != codebook_size_) {
-        throw std::runtime_error("code predictor logits have shape " + logits.to_string() + ", expected [B, " +
-                                 std::to_string(codebook_size_) + "]");
+    const auto model = core.read_model(xml);
+    if (auto split = split_predictor_heads(model); split && split->heads.size() == tables_.size()) {
+        compiled_ = core.compile_model(split->body, device, properties);
+        // The heads compute as the gathered head did, on decompressed weights: without this the plugin would
+        // quantise their activations to int8 on the fly (it does so only for constant compressed weights), moving
+        // the logits by ~1% and the codes with them. At one row per call the cost is the same (measured).
+        ov::AnyMap head_properties = properties;
+        head_properties[ov::hint::dynamic_quantization_group_size.name()] = uint64_t{0};
+        for (const auto& head : split->heads) {
+            heads_.push_back(core.compile_model(head, device, head_properties));
+            check_logits(heads_.back(), codebook_size_);
+            head_requests_.push_back(heads_.back().create_infer_request());
+        }
+        hidden_port_ = compiled_.output("hidden");
+    } else {
+        compiled_ = core.compile_model(model, device, properties);
+        check_logits(compiled_, codebook_size_);
+        logits_port_ = compiled_.output("logits");
     }
-    request_.set_tensor("head_index", head_index_);
+    request_ = compiled_.create_infer_request();
+    inputs_port_ = compiled_.input("inputs_embeds");
+    if (heads_.empty()) request_.set_tensor("head_index", head_index_);
+}
+
+const float* CodePredictor::infer_logits(std::size_t head) {
+    if (heads_.empty()) {
+        head_index_.data<int64_t>()[0] = static_cast<int64_t>(head);
+        request_.infer();
+        return request_.get_tensor(logits_port_).data<const float>();
+    }
+    request_.infer();
+    // The body's output tensor can be reallocated when the batch changes: hand the current one over every call.
+    ov::InferRequest& head_request = head_requests_[head];
+    head_request.set_input_tensor(request_.get_tensor(hidden_port_));
+    head_request.infer();
+    return head_request.get_output_tensor().data<const float>();
+}
+
+std::vector<KernelInfo> CodePredictor::kernels() const {
+    auto kernels = executed_kernels(compiled_);
+    if (!heads_.empty()) {
+        const auto head = executed_kernels(heads_.front());  // every head compiles alike
+        kernels.insert(kernels.end(), head.begin(), head.end());
+    }
+    return kernels;
 }
 
 void CodePredictor::update_views(std::size_t batch) {
@@ -47,9 +96,7 @@ void CodePredictor::predict(const std::vector<PredictorRow>& rows, int32_t* code
     for (std::size_t j = 0; j < groups; ++j) {
         // Infers 1.. all read next_view_, rewritten in place below: it is set once, at the first of them.
         if (j <= 1) request_.set_tensor(inputs_port_, j == 0 ? first_view_ : next_view_);
-        head_index_.data<int64_t>()[0] = static_cast<int64_t>(j);
-        request_.infer();
-        const float* logits = request_.get_tensor(logits_port_).data<const float>();
+        const float* logits = infer_logits(j);
         // The next input (one row per entry) overwrites the start of inputs_, which the infer no longer needs.
         for (std::size_t b = 0; b < batch; ++b) {
             std::copy_n(logits + b * codebook_size_, codebook_size_, scratch_.data());

@@ -32,19 +32,27 @@ public:
     void predict(const std::vector<PredictorRow>& rows, int32_t* codes, float* embedding_sum);
 
     std::size_t num_codebooks() const { return tables_.size(); }
-    std::vector<KernelInfo> kernels() const { return executed_kernels(compiled_); }
+    // The body's kernels, then one head's (all heads compile alike).
+    std::vector<KernelInfo> kernels() const;
+    // True when the output heads were split off into models of their own (predictor_heads.hpp).
+    bool split_heads() const { return !heads_.empty(); }
 
 private:
     void update_views(std::size_t batch);
+    // One infer of head `head` for the current inputs; the logits stay valid until the next infer.
+    const float* infer_logits(std::size_t head);
 
-    ov::CompiledModel compiled_;
+    ov::CompiledModel compiled_;  // the body when split, else the whole graph with its head_index input
     ov::InferRequest request_;
+    std::vector<ov::CompiledModel> heads_;  // empty when unsplit
+    std::vector<ov::InferRequest> head_requests_;
     EmbeddingTables tables_;
     std::size_t hidden_size_;
     std::size_t codebook_size_;
     // Looked up once rather than by name for each of the G-1 infers of a frame.
     ov::Output<const ov::Node> inputs_port_;
-    ov::Output<const ov::Node> logits_port_;
+    ov::Output<const ov::Node> logits_port_;  // unsplit
+    ov::Output<const ov::Node> hidden_port_;  // split
     ov::Tensor head_index_;
     std::vector<float> inputs_;
     // Views of inputs_ as the first infer's [B, 2, H] and the later ones' [B, 1, H], made again only when the

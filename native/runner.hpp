@@ -46,6 +46,7 @@ public:
     std::string kv_precision() const { return talker_->cache().element_type().to_string(); }
     std::vector<KernelInfo> talker_kernels() const { return talker_->kernels(); }
     std::vector<KernelInfo> predictor_kernels() const { return predictor_->kernels(); }
+    bool predictor_heads_split() const { return predictor_->split_heads(); }
 
 private:
     ov::Core core_;

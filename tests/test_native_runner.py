@@ -3,6 +3,7 @@ and code_predictor.xml it is built from, compiled by OpenVINO's Python API at f3
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -202,9 +203,10 @@ def greedy_trajectory(runner, model, rng):
     return inputs[:-1], logits, outputs
 
 
-def test_paged_f32_matches_stateful_talker(model, f32_runner):
-    # Exact code equality is safe here: the greedy margins of this seed are > 2e-3, the f32 differences ~1e-7.
-    inputs, logits, outputs = greedy_trajectory(f32_runner, model, np.random.default_rng(1))
+def assert_matches_stateful_reference(runner, model):
+    """The runner's greedy trajectory, codebook 0 and the code predictor's 15 codebooks, equals the exported graphs'
+    own (the predictor with its head_index input, i.e. unsplit)."""
+    inputs, logits, outputs = greedy_trajectory(runner, model, np.random.default_rng(1))
     reference = StatefulReference(model)
     history = []
     worst = 0.0
@@ -218,6 +220,28 @@ def test_paged_f32_matches_stateful_talker(model, f32_runner):
         history.append(c0)
     print(f"\npaged f32/f32 vs stateful f32: max |logit diff| = {worst:.2e} over {len(inputs)} steps")
     assert worst < 1e-4
+
+
+def test_paged_f32_matches_stateful_talker(model, f32_runner):
+    # Exact code equality is safe here: the greedy margins of this seed are > 2e-3, the f32 differences ~1e-7.
+    assert f32_runner.predictor_heads_split  # so the heads run as models of their own, and are checked here
+    assert_matches_stateful_reference(f32_runner, model)
+
+
+@pytest.mark.parametrize("mode", ["int8", "int4"])
+def test_split_heads_of_compressed_weights_match_the_gathered_head(model, mode, tmp_path):
+    """Compressed heads are sliced out of their stacked constants (values, zero points, scales) at load: a slice of
+    the wrong head or of misaligned bytes would change the codes, which the exported graph computes unsplit."""
+    pytest.importorskip("nncf", reason="weight compression needs the optional extra: pip install '.[compress]'")
+    from wyoming_chorus.export.compress import compress_model_dir
+
+    directory = tmp_path / "tiny"
+    shutil.copytree(model.dir, directory)
+    compress_model_dir(directory, mode, group_size=16)  # a group that fits the tiny model's widths
+    compressed = Model(directory, model.manifest, model.codec, model.cp_codec)
+    runner = compressed.runner()
+    assert runner.predictor_heads_split
+    assert_matches_stateful_reference(runner, compressed)
 
 
 @pytest.mark.parametrize("inference", ["f32", ""])

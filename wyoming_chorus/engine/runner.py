@@ -55,6 +55,9 @@ class PagedRunner:
         self.bytes_per_block = self._native.bytes_per_block
         self.device = self._native.device
         self.kv_precision = self._native.kv_precision
+        # The code predictor's 15 output heads run as models of their own (native/predictor_heads.hpp): False only
+        # for a graph of another shape, served as it is.
+        self.predictor_heads_split = self._native.predictor_heads_split
 
     def kernels(self) -> list[tuple[str, str, str, str]]:
         """(graph, layer type, kernel, precision) of every op the plugin runs: which ISA a report's figures really
