@@ -114,6 +114,9 @@ def parse_args(argv=None):
     p.add_argument("--timeout", type=float, help="seconds per request before it counts as failed")
     p.add_argument("--start-timeout", type=float, help="seconds for a server to load and compile")
     p.add_argument("--skip-engine", action="store_true", help="leave out the engine-level measurements")
+    p.add_argument("--inference-precision", default="", choices=["", "f32", "bf16", "f16"],
+                   help="engine.inference_precision of every server and the engine level (default: the plugin's); "
+                        "f32 with ONEDNN_MAX_CPU_ISA=AVX2 in the environment is the AVX2-limited run")
     return p.parse_args(argv)
 
 
@@ -125,7 +128,7 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     peers = load_peers(args.peers)  # read first: a bad file must not cost a whole run
     directory = model_dir(args)
-    header = machine(directory, "u8")
+    header = machine(directory, "u8", plan.inference_precision)
     log(f"model {directory} ({header['weights']} weights), {header['cpu']}, ISA {' '.join(header['isa'])}")
     client = ClientSettings(timeout=plan.timeout, cut_readouts=not plan.full_readouts)
     scratch = Path(tempfile.mkdtemp(prefix="chorus-bench-"))

@@ -84,7 +84,8 @@ def engine_phase(directory: Path, plan: Plan, texts: list[tuple[str, str]], isa_
     out["replies"] = kv_tokens(directory, texts)
     gc.collect()
     model = ModelDir(directory)
-    runner = PagedRunner(model, RunnerOptions(device="CPU", kv_precision="u8", kv_cache_bytes=512 << 20))
+    runner = PagedRunner(model, RunnerOptions(device="CPU", kv_precision="u8", kv_cache_bytes=512 << 20,
+                                                inference_precision=plan.inference_precision))
     out["block_size"] = runner.block_size
     out["kv_bytes_per_token"] = {"u8": runner.bytes_per_block / runner.block_size}
     out["stages"] = []
@@ -99,7 +100,8 @@ def engine_phase(directory: Path, plan: Plan, texts: list[tuple[str, str]], isa_
     gc.collect()
     log("engine level: batch 8 with f16 KV")
     try:
-        runner = PagedRunner(model, RunnerOptions(device="CPU", kv_precision="f16", kv_cache_bytes=512 << 20))
+        runner = PagedRunner(model, RunnerOptions(device="CPU", kv_precision="f16", kv_cache_bytes=512 << 20,
+                                                    inference_precision=plan.inference_precision))
         out["kv_bytes_per_token"]["f16"] = runner.bytes_per_block / runner.block_size
         out["f16_batch8"] = stage_timings(model, runner, 8, plan.context, plan.engine_steps)
         del runner

@@ -19,7 +19,9 @@ def fmt(value, digits: int = 2, unit: str = "") -> str:
     return f"{value}{unit}"
 
 
-def machine(directory: Path, kv: str) -> dict:
+def machine(directory: Path, kv: str, inference_hint: str = "") -> dict:
+    """The report's header. `inference_hint`: engine.inference_precision of the run; an ONEDNN_MAX_CPU_ISA limit in
+    the environment (which the servers inherit) is recorded too: such a run is \"AVX2-limited\", not AVX2."""
     import openvino
 
     from wyoming_chorus.engine.device import cpu_facts
@@ -31,7 +33,7 @@ def machine(directory: Path, kv: str) -> dict:
     name = re.search(r"^model name\s*:\s*(.*)$", text, re.MULTILINE)
     manifest = ModelDir(directory).manifest
     try:
-        inference = cpu_facts().inference_precision("")
+        inference = cpu_facts().inference_precision(inference_hint)
     except Exception:  # noqa: BLE001  (a header detail, not a reason to fail)
         inference = "device default"
     return {
@@ -41,6 +43,7 @@ def machine(directory: Path, kv: str) -> dict:
         "model": f"{manifest.name} ({manifest.model_type})", "model_dir": str(directory),
         "random_weights": manifest.random_weights, "weights": manifest.weights, "kv_precision": kv,
         "inference_precision": inference, "openvino": openvino.get_version(),
+        "isa_limit": os.environ.get("ONEDNN_MAX_CPU_ISA", ""),
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
     }
 

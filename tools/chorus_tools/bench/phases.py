@@ -25,10 +25,13 @@ from chorus_tools.probes import peak_rss_mb, scrape
 from chorus_tools.servers import ServerProcess
 
 
-def bench_server(name: str, model: Path, overrides: dict, scratch: Path, start_timeout: float) -> ServerProcess:
+def bench_server(name: str, model: Path, overrides: dict, scratch: Path, start_timeout: float,
+                 inference_precision: str = "") -> ServerProcess:
     """`overrides`: {section: {key: value}}. engine.benchmark_frames_per_word 5: a random model's reply ends after 5
     frames per word; a fixed seed."""
     engine = {"model": str(model), "benchmark_frames_per_word": 5, "seed": BENCH_SEED, **overrides.get("engine", {})}
+    if inference_precision:
+        engine.setdefault("inference_precision", inference_precision)
     return ServerProcess(scratch / f"server-{name}.log", overrides={**overrides, "engine": engine},
                          start_timeout=start_timeout)
 
@@ -150,7 +153,8 @@ async def server_phase(name: str, model: Path, overrides: dict, plan: Plan, scra
     results: dict = {"name": name, "overrides": overrides, "sweep": [], "scenarios": [], "texts": []}
     log(f"server {name} ({overrides or 'defaults'}): starting")
     try:
-        async with bench_server(name, model, overrides, scratch, plan.start_timeout) as server:
+        async with bench_server(name, model, overrides, scratch, plan.start_timeout,
+                                plan.inference_precision) as server:
             results["log"] = str(server.log_path)
             try:
                 await body(server, results)

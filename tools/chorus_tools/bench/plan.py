@@ -34,6 +34,7 @@ class Plan:
     full_readouts: bool
     mode: str
     readout_words: int
+    inference_precision: str = ""  # engine.inference_precision of every server and the engine level; "" = default
     weights_mix: dict[str, float] = field(default_factory=lambda: {"announce": 5, "assistant": 4, "readout": 1})
 
 
@@ -60,4 +61,5 @@ def make_plan(args) -> Plan:
         full_readouts=args.full_readouts or quick,  # the tiny model reads 200 words in seconds
         mode=args.mode,
         readout_words=args.readout_words,
+        inference_precision=getattr(args, "inference_precision", "") or "",
     )

@@ -102,7 +102,9 @@ def write_report(out: Path, header: dict, plan: Plan, phases: dict, engine: dict
                  elapsed: float, args) -> Path:
     cont = phases.get("continuous", {})
     lines = ["# wyoming-chorus benchmark", "",
-             f"- **Machine**: {header['cpu']}, {header['cores']} cores, ISA {' '.join(header['isa']) or 'unknown'}",
+             f"- **Machine**: {header['cpu']}, {header['cores']} cores, ISA {' '.join(header['isa']) or 'unknown'}"
+             + (f" (limited: ONEDNN_MAX_CPU_ISA={header['isa_limit']}; see README, Which kernels run)"
+                if header.get("isa_limit") else ""),
              f"- **Model**: {header['model']}{' (RANDOM weights)' if header['random_weights'] else ''}, "
              f"{header['weights']} weights, inference {header['inference_precision']}, KV {header['kv_precision']}",
              f"- **OpenVINO** {header['openvino']}; **date** {header['date']}; run took {elapsed / 60:.1f} min "
