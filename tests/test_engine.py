@@ -55,6 +55,20 @@ def batch_sizes_above_one(metrics: Metrics) -> float:
     return samples[("chorus_batch_size_count", None)] - samples[("chorus_batch_size_bucket", "1.0")]
 
 
+def test_the_warm_up_measures_each_probe_batch_size():
+    """The playback policy's cost model knows every probed batch size before the first room speaks (without the
+    probes it knows batch 1 only and must guess the rest), and learns only from decode steps (the warm-up's prompts
+    are not a step's cost)."""
+    engine = Speech(TINY, EngineSettings(max_batch=4))
+    engine.start()
+    try:
+        cost = engine.core.step_cost
+        assert cost.sizes == (1, 2, 4)
+        assert all(cost.predict(size) < 1.0 for size in cost.sizes)
+    finally:
+        engine.stop()
+
+
 async def test_six_staggered_requests_complete_and_the_pool_refills(engine):
     texts = ["Hi.", "Lights on.", "Good morning, everyone.", LONG, "The timer is done.", "Dinner is ready!"]
 
@@ -83,8 +97,10 @@ async def test_a_late_request_joins_the_running_batch(engine):
     _, short_codes, short_first, short_end = await collect(engine, "Hello there.")
     long_results = await asyncio.gather(*long_tasks)
     assert short_codes
-    # the short request spoke and finished while the long ones were still generating
-    assert all(short_first < end and short_end < end for _, _, _, end in long_results)
+    # the short request spoke and finished while a long one was still generating (a random model may sample eos
+    # early in one of them: which one depends on the last bits of its logits)
+    latest_end = max(end for _, _, _, end in long_results)
+    assert short_first < latest_end and short_end < latest_end
     assert batch_sizes_above_one(engine.metrics) > before
 
 

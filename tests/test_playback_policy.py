@@ -10,7 +10,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from wyoming_chorus.engine.blocks import BlockManager
 from wyoming_chorus.engine.playback_policy import PlaybackLimits, PlaybackPolicy
 from wyoming_chorus.engine.scheduler import Scheduler
-from wyoming_chorus.engine.step_cost import StepCost
+from wyoming_chorus.engine.step_cost import StepCost, probe_batches
 from wyoming_chorus.playback_clock import PlaybackClock
 
 from test_scheduler import FakeRunner, Recorder, make_seq
@@ -60,6 +60,22 @@ def test_step_cost_interpolates_and_extends_the_measured_sizes():
     assert cost(b4=0.1).predict(1) == pytest.approx(0.1)
     assert StepCost().predict(3) is None and StepCost().rooms_in_real_time(FRAME, 16) is None
     assert measured.rooms_in_real_time(FRAME, 16) == 4
+
+
+def test_a_batch_sizes_first_steps_count_their_fastest():
+    measured = cost(b2=1.5)  # a new shape's first step: the plugin prepared its kernels in it
+    measured.record(2, 0.10)
+    measured.record(2, 0.12)
+    assert measured.predict(2) == pytest.approx(0.10)
+    measured.record(2, 0.20)  # past the first steps: the moving average
+    assert measured.predict(2) == pytest.approx(0.10 + 0.2 * 0.10)
+
+
+def test_the_warm_up_probes_powers_of_two_up_to_max_batch():
+    assert probe_batches(16) == [2, 4, 8, 16]
+    assert probe_batches(6) == [2, 4, 6]
+    assert probe_batches(2) == [2]
+    assert probe_batches(1) == []
 
 
 def test_step_cost_follows_the_machine_as_it_drifts():

@@ -7,7 +7,7 @@ per stage, and each stage's measured time as a multiple of its floor.
 Floors, per step of B requests:
 - bytes: every weight of a graph is read once per infer (at batch 1 no cache holds a 0.6B graph's weights), so
   talker = its weight bytes / bandwidth; code predictor = its layer weights read by each of its 15 steps + each
-  output head once (one infer per frame since code_predictor_frame.xml, but the same reads);
+  output head once (each step runs the body, then its own head: the runner splits the heads off at load);
 - compute: 2 x multiply-accumulates of the matrix products for B rows (code predictor: 16 rows a frame, its
   2-position prefill and 14 steps), at the f32 peak OpenVINO reaches here (a large FullyConnected at 256 rows);
 - codec decoder: its convolutions' and matrix products' FLOPs per second of audio at large-M throughput.

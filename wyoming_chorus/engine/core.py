@@ -13,6 +13,7 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import replace
 
@@ -27,7 +28,7 @@ from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
 from wyoming_chorus.engine.scheduler import ScheduledEntry, Scheduler
 from wyoming_chorus.engine.sequence import FinishReason, Sequence
 from wyoming_chorus.engine.stats import EngineStats, StepReport
-from wyoming_chorus.engine.step_cost import StepCost
+from wyoming_chorus.engine.step_cost import StepCost, probe_batches
 from wyoming_chorus.engine.step_metrics import StepMetrics, playback_slack
 from wyoming_chorus.errors import QueueFull, RequestFailed
 from wyoming_chorus.metrics import Metrics
@@ -65,6 +66,7 @@ class EngineCore:
         self.step_cost = StepCost()
         frame_seconds = model.manifest.samples_per_frame / model.manifest.sample_rate
         self._observer = StepMetrics(self.metrics, self.step_cost, frame_seconds, settings.max_batch)
+        self._max_batch = settings.max_batch
         # Owned by whoever steps (the engine thread once started): the scheduler and its block pool, the sink of
         # every request (None: an offline request, whose caller reads its frames), whether it is stopping, counts.
         self._scheduler = Scheduler(
@@ -89,13 +91,22 @@ class EngineCore:
         self.metrics.kv_blocks_total.set(self.runner.num_blocks)
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
-    def start(self, warm_up: Sequence) -> None:
+    def start(self, warm_up: Sequence, probe: Callable[[], Sequence] | None = None) -> None:
         """Steps `warm_up` (a short request) to the end, then starts both threads. It blocks for the first infer of
         each compiled model, which JIT-compiles its kernels (seconds on a big model): call it off the event loop,
-        and it is paid here, not in the first room's time to first audio."""
+        and it is paid here, not in the first room's time to first audio. `probe` makes more such requests: batches
+        of them (probe_batches) give the step-cost model its first figure for each size, so the playback policy
+        does not start out guessing what a larger batch costs (it would guess cautiously, and so cut batches the
+        box can afford until it happened to run one)."""
         self.add(warm_up, None)
         while self.step().has_work:
             pass
+        if probe is not None:
+            for size in probe_batches(self._max_batch):
+                for _ in range(size):
+                    self.add(probe(), None)
+                while self.step().has_work:
+                    pass
         self.codec.warm_up(np.stack(warm_up.frames))
         self.check_integrity()
         self.codec.start()
@@ -187,7 +198,8 @@ class EngineCore:
         runner_seconds = time.perf_counter() - started
         result = self._scheduler.update(entries, output)
         seconds = time.perf_counter() - started
-        self.step_cost.record(len(entries), seconds)
+        if all(entry.num_new == 1 for entry in entries):  # a prompt's rows would make a batch size look dearer
+            self.step_cost.record(len(entries), seconds)
         for seq, codes in result.new_frames:
             if (sink := self._sinks[seq.id]) is not None:
                 self.codec.push(seq.id, sink, codes)

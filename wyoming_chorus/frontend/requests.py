@@ -48,6 +48,11 @@ class RequestBuilder:
         prompt = self.prompts.build("Hello.")
         return self._sequence(prompt.prefill, prompt.trailing, prompt.pad, seed=0, frame_cap=2)
 
+    def cost_probe(self) -> Sequence:
+        """A short request for measuring a batch's step cost at warm-up: four frames, i.e. three decode steps."""
+        prompt = self.prompts.build("Hello.")
+        return self._sequence(prompt.prefill, prompt.trailing, prompt.pad, seed=0, frame_cap=4)
+
     def current_voices(self) -> tuple[VoiceInfo, ...]:
         return self.voices.current()
 

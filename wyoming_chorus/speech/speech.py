@@ -43,7 +43,7 @@ class Speech:
 
     def start(self) -> None:
         """Blocks for the warm-up (seconds on a big model): call it off the event loop."""
-        self.core.start(self.requests.warm_up())
+        self.core.start(self.requests.warm_up(), probe=self.requests.cost_probe)
         self.front_end.start()
 
     def stop(self, timeout: float = 10.0) -> None:

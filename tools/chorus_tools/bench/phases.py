@@ -103,6 +103,8 @@ async def sweep(server: ServerProcess, plan: Plan, rooms: list[int], client: Cli
 
 
 async def poisson(server: ServerProcess, plan: Plan, rate: float, client: ClientSettings, results: dict) -> None:
+    if not plan.poisson_requests:  # --poisson-requests 0: left out
+        return
     specs = poisson_specs(plan.poisson_requests, rate, plan.weights_mix, BENCH_SEED, plan.mode, plan.readout_words)
     results["texts"] += [(s.kind, s.text) for s in specs]
     scenario = await measured(server, run_specs(f"{results['name']} poisson", server.port, specs, client))
@@ -120,10 +122,12 @@ async def contend(server: ServerProcess, plan: Plan, client: ClientSettings, res
     results["scenarios"].append(scenario)
     announcements = [o for o in scenario.outcomes if o.kind.startswith("announce (")]
     probes = {"alone": [o for o in announcements if o.kind == "announce (alone)"],
-              "busy": [o for o in announcements if o.kind != "announce (alone)"]}
+              "busy": [o for o in announcements if o.kind.endswith(" reading)")],
+              "playing": [o for o in announcements if o.kind.endswith(" playing)")]}
     readers = [o for o in scenario.outcomes if o.kind == "readout"]
     c = results["contention"] = {
         "readers": plan.readers, "readers_heard": scenario.extra.get("readers_heard"),
+        "readers_playing": scenario.extra.get("readers_playing"),
         "reader_errors": sum(o.error is not None for o in readers),
         "server": scenario.extra.get("server"),
     }
@@ -134,7 +138,8 @@ async def contend(server: ServerProcess, plan: Plan, client: ClientSettings, res
         c[f"{label}_median_s"] = statistics.median(first) if first else None
         c[f"{label}_5s_median_s"] = statistics.median(five) if five else None
     log(f"  announcement alone: first audio {fmt(c['alone_median_s'])} s, 5 s of audio {fmt(c['alone_5s_median_s'])} "
-        f"s; with {plan.readers} reading: {fmt(c['busy_median_s'])} s, {fmt(c['busy_5s_median_s'])} s")
+        f"s; with {plan.readers} reading: {fmt(c['busy_median_s'])} s, {fmt(c['busy_5s_median_s'])} s; with "
+        f"{plan.readers} playing: {fmt(c['playing_median_s'])} s, {fmt(c['playing_5s_median_s'])} s")
 
 
 def capacity_rate(results: dict, plan: Plan) -> float:
@@ -142,6 +147,8 @@ def capacity_rate(results: dict, plan: Plan) -> float:
     audio seconds per wall second over the mean audio seconds of the Poisson mix)."""
     if plan.rate:
         return plan.rate
+    if not plan.poisson_requests:
+        return 0.0  # no Poisson run to offer it to
     best = max((r["audio_s_per_wall_s"] or 0 for r in results.get("sweep", [])), default=0) or 0.5
     specs = poisson_specs(plan.poisson_requests, 1.0, plan.weights_mix, BENCH_SEED, plan.mode, plan.readout_words)
     mean_audio = statistics.mean(word_count(s.text) * 5 / FRAMES_PER_AUDIO_S for s in specs)
@@ -190,11 +197,15 @@ async def run_servers(model: Path, plan: Plan, scratch: Path, client: ClientSett
         await sweep(server, plan, plan.static_rooms, client, results)
         await poisson(server, plan, rate, client, results)
 
-    phases["static"] = await server_phase("static", model, {"engine": {"policy": "static"}}, plan, scratch, static)
+    # A baseline with nothing to run (--static-rooms "" and no Poisson run; --serial-rooms "") is not started.
+    if plan.static_rooms or plan.poisson_requests:
+        phases["static"] = await server_phase("static", model, {"engine": {"policy": "static"}}, plan, scratch,
+                                              static)
 
     async def serial(server, results):
         await sweep(server, plan, plan.serial_rooms, client, results)
 
-    phases["max_batch_1"] = await server_phase("max_batch_1", model, {"engine": {"max_batch": 1}}, plan, scratch,
-                                               serial)
+    if plan.serial_rooms:
+        phases["max_batch_1"] = await server_phase("max_batch_1", model, {"engine": {"max_batch": 1}}, plan,
+                                                   scratch, serial)
     return phases

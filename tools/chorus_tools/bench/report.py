@@ -154,13 +154,16 @@ def write_report(out: Path, header: dict, plan: Plan, phases: dict, engine: dict
     if c:
         lines += ["## A short announcement while rooms read long texts", "",
                   f"{plan.probes} announcements one after another, alone, then again once all {c['readers']} read-outs "
-                  f"({plan.readout_words}+ words, one-shot) were speaking ({c['readers_heard']} had first audio); "
+                  f"({plan.readout_words}+ words, one-shot) were speaking ({c['readers_heard']} had first audio), "
+                  f"and again once they had written 5 s each ({c.get('readers_playing')} had, still running); "
                   "each probe runs to its end.", "",
                   "| | times to first audio (s) | median (s) | times to 5 s of audio or the end (s) | median (s) |",
                   "|---|---|---:|---|---:|",
                   *(f"| {label} | {', '.join(f'{x:.2f}' for x in c[f'{key}_ttfa_s'])} | {fmt(c[f'{key}_median_s'])} | "
                     f"{', '.join(f'{x:.2f}' for x in c.get(f'{key}_5s_s', []))} | {fmt(c.get(f'{key}_5s_median_s'))} |"
-                    for label, key in (("alone", "alone"), (f"{c['readers']} rooms reading", "busy"))), ""]
+                    for label, key in (("alone", "alone"), (f"{c['readers']} rooms reading", "busy"),
+                                       (f"{c['readers']} rooms playing", "playing"))
+                    if f"{key}_ttfa_s" in c), ""]
     kind_lines, rtf_groups = by_kind(phases)
     lines += ["## By kind and mode (all scenarios of each server)", "", *kind_lines, ""]
 

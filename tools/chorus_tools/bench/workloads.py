@@ -136,10 +136,11 @@ class Outcome:
 
 
 async def request(port: int, spec: Spec, began: float, outcome: Outcome, client: ClientSettings,
-                  first_audio: asyncio.Event | None = None) -> Outcome:
-    """One reply on its own connection, recorded into `outcome` (a cancelled request keeps what it got)."""
+                  first_audio: asyncio.Event | None = None, reply: Reply | None = None) -> Outcome:
+    """One reply on its own connection, recorded into `outcome` (a cancelled request keeps what it got); `reply`: to
+    watch it while it runs."""
     stream = Stream.even(spec.text, client.delta_chars, client.delta_s) if spec.mode == "stream" else None
-    reply = Reply()
+    reply = reply if reply is not None else Reply()
     try:
         await speak(tcp_uri(port), spec.text, stream, reply=reply, timeout=client.timeout,
                     first_audio=first_audio)
@@ -214,12 +215,18 @@ async def run_specs(name: str, port: int, specs: list[Spec], client: ClientSetti
     return scenario
 
 
+# Audio each reader has written before the "playing" probes: past Home Assistant's conversion threshold, heard.
+PLAYING_SECONDS = 5.0
+
+
 async def contention(port: int, readers: int, probes: int, seed: int, readout_words: int,
                      client: ClientSettings) -> Scenario:
     """A short announcement's time to first audio and to 5 s of audio (or its end: what Home Assistant's ffmpeg
-    waits for) alone (`probes` times, one after another), then again while `readers` rooms read long texts: the
-    probes start once every reader has heard its first audio (all of them are in the batch, decoding). Each probe
-    runs to its end; the readers are cut after the last probe."""
+    waits for) alone (`probes` times, one after another), then twice while `readers` rooms read long texts: once
+    every reader has heard its first audio ("reading": all of them are in the batch, decoding, and still inside
+    their own first 5 s, so they wait for their first sound through Home Assistant as much as the announcement
+    does), and once every reader has written `PLAYING_SECONDS` of audio ("playing": a household listening to
+    read-outs when the doorbell rings). Each probe runs to its end; the readers are cut after the last probe."""
     rng = random.Random(seed)
     probe_texts = [make_text("announce", rng) for _ in range(probes)]
     began = time.monotonic()
@@ -238,11 +245,13 @@ async def contention(port: int, readers: int, probes: int, seed: int, readout_wo
     scenario.outcomes += await probe_round("alone")
     heard = [asyncio.Event() for _ in range(readers)]
     reader_tasks = []
+    replies = [Reply() for _ in range(readers)]
     for n in range(readers):
         spec = Spec("readout", "oneshot", make_text("readout", rng, readout_words), room=n)
         outcome = _outcome(spec, began)
         scenario.outcomes.append(outcome)
-        reader_tasks.append(asyncio.create_task(request(port, spec, began, outcome, client, first_audio=heard[n])))
+        reader_tasks.append(asyncio.create_task(request(port, spec, began, outcome, client, first_audio=heard[n],
+                                                        reply=replies[n])))
     try:
         waits = [asyncio.create_task(e.wait()) for e in heard]
         _, pending = await asyncio.wait(waits, timeout=client.timeout)
@@ -250,6 +259,12 @@ async def contention(port: int, readers: int, probes: int, seed: int, readout_wo
             task.cancel()
         scenario.extra["readers_heard"] = sum(e.is_set() for e in heard)
         scenario.outcomes += await probe_round(f"{readers} reading")
+        deadline = time.monotonic() + client.timeout
+        while (time.monotonic() < deadline and not all(r.ended for r in replies)
+               and min(r.audio_s for r in replies) < PLAYING_SECONDS):
+            await asyncio.sleep(0.1)
+        scenario.extra["readers_playing"] = sum(r.audio_s >= PLAYING_SECONDS and not r.ended for r in replies)
+        scenario.outcomes += await probe_round(f"{readers} playing")
     finally:
         for task in reader_tasks:
             task.cancel()
