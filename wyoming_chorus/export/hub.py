@@ -61,11 +61,13 @@ def preferred_weights(isa: str | None = None) -> tuple[str, str]:
       whole frame 89 vs 154 ms) and is 41% smaller, for a talker logit error of 3.5% against f32 (f16 with bf16
       arithmetic: 1.0%). INT4 is faster still but moves the logits by 40%: not acceptable unchecked.
     - With AMX, f16 weights run on its tiles (kernel brgemm_avx512_amx_bf16) while compressed ones do not
-      (brgemm_avx512_bf16, openvino 2026.4): f16 is as fast as INT8 at batch 1 and ~1.5x faster at batch 16.
+      (brgemm_avx512_bf16, openvino 2026.4): re-measured with the code predictor's heads split (README, Engine
+      benchmark), INT8 is 1.1-1.25x faster at batch 1 (104-116 vs 130 ms a frame) but f16 makes 1.25x the frames at
+      batch 16 (87.6 vs 70 per second), for a third of INT8's logit error: a box with rooms to serve wants f16.
     """
     if (isa or cpu_facts().isa) == "amx_bf16":
-        return "f16", ("this CPU has AMX, where f16 weights run on its tiles and INT8 ones do not: f16 is as fast at "
-                       "batch 1 and faster with several rooms")
+        return "f16", ("this CPU has AMX, where f16 weights run on its tiles and INT8 ones do not: f16 is 1.25x "
+                       "faster with many rooms (INT8 1.1-1.25x faster for one)")
     if importlib.util.find_spec("nncf") is not None:
         return "int8", "NNCF is installed; INT8 weights run the talker 1.7x faster than f16 for a 3.5% logit error"
     return "f16", "NNCF is not installed (pip install 'wyoming-chorus[compress]' for faster INT8 weights)"
