@@ -61,7 +61,8 @@ def main(argv=None) -> None:
         sys.exit(2)
     print(f"model {directory}  device {runner.device}  kv {runner.kv_precision}  block {runner.block_size}  "
           f"blocks {runner.num_blocks}")
-    rows = [bench_batch(ModelDir(directory), runner, b, args.context, args.steps) for b in batches]
+    rows = [bench_batch(ModelDir(directory), runner, b, args.context, args.steps, args.inference_precision or "")
+            for b in batches]
     print(f"{'batch':>5} {'talker ms':>10} {'frame ms':>9} {'host ms':>8} {'frames/s':>9}")
     for r in rows:
         print(f"{r['batch']:>5} {r['talker_ms']:>10.1f} {r['frame_ms']:>9.1f} {r['host_ms']:>8.3f} "
@@ -70,10 +71,14 @@ def main(argv=None) -> None:
     for r in rows[1:]:
         print(f"aggregate frames/s at batch {r['batch']} = {r['frames_per_s'] / base:.2f}x batch {rows[0]['batch']}")
 
-    codec = {p or "default": bench_codec(directory, 28 if args.quick else 52, p) for p in ("", "f32")}
+    # With --inference-precision the codec runs at that precision only, as the server's would (engine.codec_precision
+    # auto follows it; under ONEDNN_MAX_CPU_ISA=AVX2 the plugin's default bf16 codec does not even compile).
+    precisions = (args.inference_precision,) if args.inference_precision else ("", "f32")
+    codec = {p or "default": bench_codec(directory, 28 if args.quick else 52, p) for p in precisions}
     for precision, ms in codec.items():
         print(f"codec decode ({precision} precision): {ms:.0f} ms per second of audio")
-    choice = choose_codec_decoder(directory / "codec_decoder.xml", ModelDir(directory).manifest.codebook_size)
+    choice = choose_codec_decoder(directory / "codec_decoder.xml", ModelDir(directory).manifest.codebook_size,
+                                  inference_precision=args.inference_precision or "")
     print(f"codec precision served (engine.codec_precision auto): {choice.precision}: {choice.reason}")
     kv, skipped = {}, {}
     for precision in ("u8", "bf16"):

@@ -50,10 +50,13 @@ def time_steps(run, steps: int) -> float:
     return statistics.median(samples) * 1000
 
 
-def bench_batch(model: ModelDir, runner: PagedRunner, batch: int, context: int, steps: int) -> dict:
+def bench_batch(model: ModelDir, runner: PagedRunner, batch: int, context: int, steps: int,
+                inference_precision: str = "") -> dict:
     """Talker alone, a whole engine step (frame), and the host's part of that step: its wall time minus the
-    runner's (messages, schedule, update, the stats snapshot)."""
-    core, seqs = start_batch(model, runner, batch, context, frame_cap=steps * 2 + 8)
+    runner's (messages, schedule, update, the stats snapshot). `inference_precision`: the runner's (the core's codec
+    is compiled with it: under ONEDNN_MAX_CPU_ISA=AVX2 the default bf16 one does not compile)."""
+    core, seqs = start_batch(model, runner, batch, context, frame_cap=steps * 2 + 8,
+                             inference_precision=inference_precision)
     host: list[float] = []
 
     def talker_only():

@@ -11,14 +11,15 @@ from pathlib import Path
 from chorus_tools.bench.plan import BENCH_SEED, Plan, log
 
 
-def stage_timings(model, runner, batch: int, context: int, steps: int) -> dict:
+def stage_timings(model, runner, batch: int, context: int, steps: int, inference_precision: str = "") -> dict:
     """Medians over `steps` real engine steps (EngineCore.step) of `batch` decoding requests: talker alone (a runner
     step that re-runs each request's last row and emits nothing), the runner's whole frame, and the host's part of a
     step: its wall time minus the runner's (messages, schedule(), update(), the stats snapshot)."""
     from chorus_tools.engine_bench import start_batch
     from wyoming_chorus.engine.scheduler import ScheduledEntry
 
-    core, seqs = start_batch(model, runner, batch, context, frame_cap=2 * steps + 8)
+    core, seqs = start_batch(model, runner, batch, context, frame_cap=2 * steps + 8,
+                             inference_precision=inference_precision)
 
     def talker_only() -> float:
         # A random model may say eos now and then: a finished request holds no blocks, so it is left out.
@@ -92,7 +93,8 @@ def engine_phase(directory: Path, plan: Plan, texts: list[tuple[str, str]], isa_
     for batch in plan.engine_batches:
         log(f"engine level: stage timings at batch {batch} (u8 KV)")
         try:
-            out["stages"].append(stage_timings(model, runner, batch, plan.context, plan.engine_steps))
+            out["stages"].append(stage_timings(model, runner, batch, plan.context, plan.engine_steps,
+                                                plan.inference_precision))
         except Exception as error:  # noqa: BLE001  (one batch size that fails leaves the others)
             out["skipped"][f"stages at batch {batch}"] = f"{type(error).__name__}: {error}"
             log(f"  failed: {out['skipped'][f'stages at batch {batch}']}")
@@ -103,7 +105,8 @@ def engine_phase(directory: Path, plan: Plan, texts: list[tuple[str, str]], isa_
         runner = PagedRunner(model, RunnerOptions(device="CPU", kv_precision="f16", kv_cache_bytes=512 << 20,
                                                     inference_precision=plan.inference_precision))
         out["kv_bytes_per_token"]["f16"] = runner.bytes_per_block / runner.block_size
-        out["f16_batch8"] = stage_timings(model, runner, 8, plan.context, plan.engine_steps)
+        out["f16_batch8"] = stage_timings(model, runner, 8, plan.context, plan.engine_steps,
+                                          plan.inference_precision)
         del runner
     except Exception as error:  # noqa: BLE001  (SetupError: a CPU without f16 KV; anything else: noted, not fatal)
         out["skipped"]["f16"] = f"{type(error).__name__}: {error}"
