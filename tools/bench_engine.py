@@ -20,6 +20,8 @@ from pathlib import Path
 from chorus_tools.engine_bench import bench_batch, bench_codec, kv_bytes_per_token
 from chorus_tools.models import preset_model
 from wyoming_chorus.engine.codec_precision import choose_codec_decoder
+from wyoming_chorus.engine.device import cpu_facts
+from wyoming_chorus.engine.lm_precision import lm_precision
 from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
 from wyoming_chorus.errors import SetupError
 from wyoming_chorus.export.builtin import resolve_model
@@ -52,15 +54,18 @@ def main(argv=None) -> None:
 
     directory = model_dir(args)
     batches = [int(b) for b in args.batches.split(",")]
+    # The talker and code predictor at the precision the server would choose (engine/lm_precision.py).
+    lm = lm_precision(args.inference_precision, ModelDir(directory).manifest.weights, "CPU", cpu_facts(),
+                      args.kv_precision)
     try:
         runner = PagedRunner(ModelDir(directory), RunnerOptions(
-            device="CPU", kv_precision=args.kv_precision, inference_precision=args.inference_precision,
-            kv_cache_bytes=1 << 30))
+            device="CPU", kv_precision=args.kv_precision, inference_precision=lm.hint, kv_cache_bytes=1 << 30))
     except SetupError as error:  # e.g. --kv-precision bf16 on an AVX2 CPU: one line, exit 2 as the server does
         print(f"bench_engine: {error}", file=sys.stderr)
         sys.exit(2)
     print(f"model {directory}  device {runner.device}  kv {runner.kv_precision}  block {runner.block_size}  "
-          f"blocks {runner.num_blocks}")
+          f"blocks {runner.num_blocks}  talker and code predictor in {cpu_facts().inference_precision(lm.hint)} "
+          f"({lm.reason})")
     rows = [bench_batch(ModelDir(directory), runner, b, args.context, args.steps, args.inference_precision or "")
             for b in batches]
     print(f"{'batch':>5} {'talker ms':>10} {'frame ms':>9} {'host ms':>8} {'frames/s':>9}")

@@ -22,6 +22,8 @@ import numpy as np
 from wyoming_chorus.config import EngineSettings, SchedulerSettings
 from wyoming_chorus.engine.audio_output import AudioSink, CodecWorker
 from wyoming_chorus.engine.blocks import BlockManager
+from wyoming_chorus.engine.device import available_devices, cpu_facts, resolve_device
+from wyoming_chorus.engine.lm_precision import lm_precision
 from wyoming_chorus.engine.messages import Abort, Add, CheckIntegrity, CodecFailed, FeedText, Message, Promote, Stop
 from wyoming_chorus.engine.playback_policy import policy_for
 from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
@@ -56,9 +58,12 @@ class EngineCore:
         self.settings = settings
         self.metrics = metrics or Metrics()
         self.model = model
+        device = resolve_device(settings.device, available_devices())
+        self.lm_precision = lm_precision(settings.inference_precision, model.manifest.weights, device,
+                                         cpu_facts() if device == "CPU" else None, settings.kv_precision)
         self.runner = runner or PagedRunner(model, RunnerOptions(
-            device=settings.device, kv_precision=settings.kv_precision,
-            inference_precision=settings.inference_precision, num_blocks=settings.max_cache_blocks,
+            device=device, kv_precision=settings.kv_precision,
+            inference_precision=self.lm_precision.hint, num_blocks=settings.max_cache_blocks,
             kv_cache_bytes=settings.kv_cache_mb << 20))
         self.sample_rate = model.manifest.sample_rate
         self.codec = CodecWorker(model, settings.codec_precision, settings.inference_precision,

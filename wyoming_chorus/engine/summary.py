@@ -4,17 +4,23 @@ from __future__ import annotations
 from wyoming_chorus.config import EngineSettings
 from wyoming_chorus.engine.codec_precision import CodecChoice
 from wyoming_chorus.engine.device import cpu_facts
+from wyoming_chorus.engine.lm_precision import LmPrecision
 from wyoming_chorus.engine.runner import PagedRunner
 from wyoming_chorus.modeldir.manifest import ModelDir
 
 
-def summary(model: ModelDir, runner: PagedRunner, codec: CodecChoice, settings: EngineSettings) -> list[str]:
+def summary(model: ModelDir, runner: PagedRunner, codec: CodecChoice, settings: EngineSettings,
+            lm: LmPrecision | None = None) -> list[str]:
+    """`lm`: the talker's and code predictor's precision as the engine chose it (engine/lm_precision.py)."""
     manifest = model.manifest
     random_note = ": RANDOM weights, its voices make noise, not speech" if manifest.random_weights else ""
     device = runner.device
     if device == "CPU":
         facts = cpu_facts()
-        device = f"CPU ({facts.isa}), inference {facts.inference_precision(settings.inference_precision)}"
+        hint = lm.hint if lm is not None else settings.inference_precision
+        device = f"CPU ({facts.isa}), inference {facts.inference_precision(hint)}"
+        if lm is not None and lm.hint and not settings.inference_precision:
+            device += f" ({lm.reason})"
     blocks, block = runner.num_blocks, runner.block_size
     # A typical reply: the prompt (~30 rows) and 10 s of speech at 12.5 frames per second.
     per_room = -(-(30 + 125) // block)

@@ -56,20 +56,19 @@ def data_root() -> Path:
 def preferred_weights(isa: str | None = None) -> tuple[str, str]:
     """The weight mode to export with on this CPU (`isa`: its most telling flag, default this machine's), and why.
 
-    Measured at 0.6B dims (README, Models and Speed; tools/kernels.py names the kernels):
+    Measured at 0.6B dims (README, Models and Speed; engine/lm_precision.py for the precision they run at):
     - Without AMX (AVX2, AVX-512): INT8 runs the talker 1.7x faster than f16 (22 vs 39 ms per step at batch 1, the
       whole frame 89 vs 154 ms) and is 41% smaller, for a talker logit error of 3.5% against f32 (f16 with bf16
       arithmetic: 1.0%). INT4 is faster still but moves the logits by 40%: not acceptable unchecked.
-    - With AMX, f16 weights run on its tiles (kernel brgemm_avx512_amx_bf16) while compressed ones do not
-      (brgemm_avx512_bf16, openvino 2026.4): re-measured with the code predictor's heads split (README, Engine
-      benchmark), INT8 is 1.1-1.25x faster at batch 1 (104-116 vs 130 ms a frame) but f16 makes 1.25x the frames at
-      batch 16 (87.6 vs 70 per second), for a third of INT8's logit error: a box with rooms to serve wants f16.
+    - With AMX, INT8 computed in f32 (the engine's choice for compressed weights there) makes a frame in 68-72 ms
+      at batch 1 against f16's 130 (1.8x) and as many frames at batch 16 (85 vs 88 per second); before that
+      precision was found, f16 was the choice there (it alone reaches the AMX tiles, but unpacking INT8 into bf16
+      cost more than the tiles saved).
     """
-    if (isa or cpu_facts().isa) == "amx_bf16":
-        return "f16", ("this CPU has AMX, where f16 weights run on its tiles and INT8 ones do not: f16 is 1.25x "
-                       "faster with many rooms (INT8 1.1-1.25x faster for one)")
     if importlib.util.find_spec("nncf") is not None:
-        return "int8", "NNCF is installed; INT8 weights run the talker 1.7x faster than f16 for a 3.5% logit error"
+        on = "on this AMX CPU, computed in f32, " if (isa or cpu_facts().isa) == "amx_bf16" else ""
+        return "int8", (f"NNCF is installed; INT8 weights run {on}a room 1.7-1.8x faster than f16 for a 3.5% "
+                        "logit error")
     return "f16", "NNCF is not installed (pip install 'wyoming-chorus[compress]' for faster INT8 weights)"
 
 

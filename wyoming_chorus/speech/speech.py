@@ -59,7 +59,7 @@ class Speech:
         return dataclasses.replace(self.core.stats(), alive=self.alive)
 
     def summary(self) -> list[str]:
-        return summary(self.model, self.core.runner, self.core.codec.choice, self.settings)
+        return summary(self.model, self.core.runner, self.core.codec.choice, self.settings, self.core.lm_precision)
 
     @property
     def voices(self) -> tuple[VoiceInfo, ...]:

@@ -85,8 +85,13 @@ def engine_phase(directory: Path, plan: Plan, texts: list[tuple[str, str]], isa_
     out["replies"] = kv_tokens(directory, texts)
     gc.collect()
     model = ModelDir(directory)
+    # The talker and code predictor at the precision the servers chose (engine/lm_precision.py); the codec as given.
+    from wyoming_chorus.engine.device import cpu_facts
+    from wyoming_chorus.engine.lm_precision import lm_precision
+
+    lm_hint = lm_precision(plan.inference_precision, model.manifest.weights, "CPU", cpu_facts()).hint
     runner = PagedRunner(model, RunnerOptions(device="CPU", kv_precision="u8", kv_cache_bytes=512 << 20,
-                                                inference_precision=plan.inference_precision))
+                                              inference_precision=lm_hint))
     out["block_size"] = runner.block_size
     out["kv_bytes_per_token"] = {"u8": runner.bytes_per_block / runner.block_size}
     out["stages"] = []
@@ -103,7 +108,7 @@ def engine_phase(directory: Path, plan: Plan, texts: list[tuple[str, str]], isa_
     log("engine level: batch 8 with f16 KV")
     try:
         runner = PagedRunner(model, RunnerOptions(device="CPU", kv_precision="f16", kv_cache_bytes=512 << 20,
-                                                    inference_precision=plan.inference_precision))
+                                                  inference_precision=lm_hint))
         out["kv_bytes_per_token"]["f16"] = runner.bytes_per_block / runner.block_size
         out["f16_batch8"] = stage_timings(model, runner, 8, plan.context, plan.engine_steps,
                                           plan.inference_precision)

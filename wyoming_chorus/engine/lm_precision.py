@@ -1,0 +1,39 @@
+"""The precision the talker and code predictor compute in when engine.inference_precision leaves it to us.
+
+On a CPU whose plugin computes in bf16 by default (AVX-512 bf16 / AMX), INT8 and INT4 weights run faster in f32:
+their FullyConnected kernels unpack the weights into f32 (`brgemm_avx512_f32`) more cheaply than into bf16, where
+the tiles never help them anyway (only uncompressed weights reach AMX; README, Which kernels run). Measured with
+`tools/bench_engine.py` on 2 AMX cores, 0.6b, frame ms at batch 1 / 8 / 16, plugin default -> f32:
+INT8 105 / 221 / 234 -> 68 / 118 / 193, INT4 78 / 171 / 202 -> 52 / 100 / 161 (f16 weights are the other way
+round: their predictor takes 1.3-2.3x longer in f32). The codec decoder is float and keeps its own precision
+(engine.codec_precision). Only the CPU is decided here: a GPU keeps the plugin's default.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from wyoming_chorus.engine.device import CpuFacts
+
+COMPRESSED = ("int8", "int4")
+
+
+@dataclass(frozen=True)
+class LmPrecision:
+    hint: str  # the INFERENCE_PRECISION_HINT to compile with ("" = the plugin's default)
+    reason: str
+
+
+def lm_precision(requested: str, weights: str, device: str, facts: CpuFacts | None,
+                 kv_precision: str = "u8") -> LmPrecision:
+    """`requested`: engine.inference_precision; `weights`: the model directory's (chorus.json); `device`: the one
+    the runner compiles for; `facts`: the CPU plugin's view (None off the CPU); `kv_precision`: engine.kv_precision
+    (a KV type that f32 cannot keep, bf16, leaves the default)."""
+    if requested:
+        return LmPrecision(requested, "set by engine.inference_precision")
+    if device != "CPU" or facts is None:
+        return LmPrecision("", "the device's default")
+    if (weights in COMPRESSED and facts.inference_precision("") != "f32"
+            and facts.kv_error(kv_precision, "f32") is None):
+        return LmPrecision("f32", f"{weights.upper()} weights unpack faster into f32 than into "
+                                  f"{facts.inference_precision('')} on this CPU (1.2-1.7x a step)")
+    return LmPrecision("", "the plugin's default")
