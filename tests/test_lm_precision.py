@@ -1,5 +1,6 @@
 """The talker's and code predictor's precision when engine.inference_precision leaves it to the engine: f32 for
-INT8/INT4 weights on a CPU that computes in bf16 by default (measured faster there at every batch up to 16)."""
+INT8/INT4 weights on an AMX CPU (measured faster there at every batch up to 16); the plugin's default (bf16) on
+AVX-512 bf16 without AMX, where bf16 measured as fast or faster."""
 from __future__ import annotations
 
 import pytest
@@ -8,6 +9,7 @@ from wyoming_chorus.engine.device import CpuFacts, cpu_facts
 from wyoming_chorus.engine.lm_precision import lm_precision
 
 AMX = CpuFacts(("BF16", "FP32", "INT8"), "bf16", "amx_bf16")
+AVX512_BF16 = CpuFacts(("BF16", "FP32", "INT8"), "bf16", "avx512_bf16")  # e.g. AMD Zen 4
 AVX2 = CpuFacts(("FP32",), "f32", "avx2")
 
 
@@ -15,6 +17,12 @@ AVX2 = CpuFacts(("FP32",), "f32", "avx2")
 def test_compressed_weights_compute_in_f32_where_the_default_is_bf16(weights):
     chosen = lm_precision("", weights, "CPU", AMX)
     assert chosen.hint == "f32" and weights.upper() in chosen.reason
+
+
+@pytest.mark.parametrize("weights", ["int8", "int4"])
+def test_compressed_weights_keep_bf16_without_amx(weights):
+    chosen = lm_precision("", weights, "CPU", AVX512_BF16)
+    assert chosen.hint == "" and "without AMX" in chosen.reason
 
 
 def test_the_default_stays_everywhere_else():
@@ -31,9 +39,9 @@ def test_an_explicit_setting_wins(requested):
     assert chosen.hint == requested and "engine.inference_precision" in chosen.reason
 
 
-def test_the_engine_serves_a_compressed_model_in_f32(tmp_path):
-    """Through EngineCore on an INT8 copy of the tiny model: its runner computes in f32 on any CPU (on one whose
-    default is bf16 only because of this rule), while the codec keeps its own precision."""
+def test_the_engine_serves_a_compressed_model_at_the_chosen_precision(tmp_path):
+    """Through EngineCore on an INT8 copy of the tiny model: its FullyConnected kernels compute in f32 on an AMX CPU
+    (because of this rule) and on an f32-default one, and in bf16 on AVX-512 bf16 without AMX."""
     pytest.importorskip("nncf", reason="weight compression needs the optional extra: pip install '.[compress]'")
     import shutil
 
@@ -47,6 +55,9 @@ def test_the_engine_serves_a_compressed_model_in_f32(tmp_path):
     shutil.copytree(resolve_model("builtin:tiny"), directory)
     compress_model_dir(directory, "int8")
     core = EngineCore(ModelDir(directory), EngineSettings(device="CPU"))
-    assert cpu_facts().inference_precision(core.lm_precision.hint) == "f32"
+    facts = cpu_facts()
+    expected = "f32" if facts.isa == "amx_bf16" else facts.inference_precision("")
+    assert facts.inference_precision(core.lm_precision.hint) == expected
     kernels = {kernel for _, layer, kernel, _ in core.runner.kernels() if layer.startswith("FullyConnected")}
-    assert kernels and not any("bf16" in kernel for kernel in kernels), kernels  # e.g. brgemm_avx512_f32
+    # e.g. brgemm_avx512_f32 on AMX, brgemm_avx512_bf16 on Zen 4
+    assert kernels and any("bf16" in kernel for kernel in kernels) == (expected == "bf16"), kernels
