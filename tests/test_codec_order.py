@@ -10,7 +10,7 @@ import numpy as np
 
 from wyoming_chorus.app import model_dir
 from wyoming_chorus.config import EngineSettings
-from wyoming_chorus.engine.audio_output import FIRST_CHUNK_FRAMES, CodecWorker
+from wyoming_chorus.engine.audio_output import CHUNK_FRAMES, FIRST_CHUNK_FRAMES, CodecWorker
 from wyoming_chorus.playback_clock import PlaybackClock
 
 TINY = model_dir(EngineSettings())
@@ -85,3 +85,81 @@ def test_the_audio_is_the_same_whenever_the_frames_come():
         results.append(sink.pcm)
     assert [len(chunk) for chunk in results[0]] == [len(chunk) for chunk in results[1]]
     assert b"".join(results[0]) == b"".join(results[1])
+
+
+class HeldSink(Sink):
+    """Its first chunk blocks the codec thread until the test lets go: whatever the test queues meanwhile arrives
+    while a backlog of this stream's chunks is still to be decoded."""
+
+    def __init__(self, name: str, clock: PlaybackClock | None):
+        super().__init__(name, clock)
+        self.first_put = threading.Event()
+        self.release = threading.Event()
+
+    def put(self, pcm: bytes) -> None:
+        super().put(pcm)
+        if not self.first_put.is_set():
+            self.first_put.set()
+            assert self.release.wait(60)
+
+
+def test_a_new_reply_goes_before_the_rest_of_a_readers_backlog():
+    """The worker looks at its queue after every chunk: a reply whose first frames come while a read-out's backlog
+    is being decoded gets its first chunk next, not after the backlog."""
+    reader_clock = PlaybackClock()
+    reader_clock.wrote(20.0)
+    reader, new = HeldSink("reader", reader_clock), Sink("new", PlaybackClock())
+    Sink.order = []
+    codec = CodecWorker(TINY, "")
+    for codes in frames(FIRST_CHUNK_FRAMES + 3 * CHUNK_FRAMES, 1):  # four chunks, all ready at once
+        codec.push(1, reader, codes)
+    codec.close(1, reader)
+    codec.start()
+    try:
+        assert reader.first_put.wait(60)
+        for codes in frames(FIRST_CHUNK_FRAMES, 2):
+            codec.push(2, new, codes)
+        codec.close(2, new)
+        reader.release.set()
+        assert reader.done.wait(60) and new.done.wait(60)
+    finally:
+        reader.release.set()
+        codec.stop(10)
+    assert Sink.order == ["reader", "new", "reader", "reader", "reader"]
+
+
+def test_a_new_reply_goes_between_the_blocks_of_a_readers_chunk():
+    """A chunk is decoded a decoder block at a time, the queue looked at between blocks: a reply whose first frames
+    come while a read-out's 12-frame chunk is half decoded is heard before that chunk is."""
+    reader_clock = PlaybackClock()
+    reader_clock.wrote(20.0)
+    reader, new = Sink("reader", reader_clock), Sink("new", PlaybackClock())
+    Sink.order = []
+    codec = CodecWorker(TINY, "")
+    decoder_push = codec._decoder.push
+    blocks, in_second_block, release = [], threading.Event(), threading.Event()
+
+    def push(stream, codes):  # the real decoder, held in the reader's second block (its 12-frame chunk's first)
+        blocks.append(len(codes))
+        if len(blocks) == 2:
+            in_second_block.set()
+            assert release.wait(60)
+        return decoder_push(stream, codes)
+
+    codec._decoder.push = push
+    for codes in frames(FIRST_CHUNK_FRAMES + CHUNK_FRAMES, 1):
+        codec.push(1, reader, codes)
+    codec.close(1, reader)
+    codec.start()
+    try:
+        assert in_second_block.wait(60)
+        for codes in frames(FIRST_CHUNK_FRAMES, 2):
+            codec.push(2, new, codes)
+        codec.close(2, new)
+        release.set()
+        assert reader.done.wait(60) and new.done.wait(60)
+    finally:
+        release.set()
+        codec.stop(10)
+    assert Sink.order == ["reader", "new", "reader"]
+    assert blocks == [codec._decoder.block_frames] * 5  # 4 + 12 frames of the reader, 4 of the new reply

@@ -3,10 +3,10 @@ to the request's sink, which carries it across into the caller's asyncio loop.
 
 Decoding runs beside the engine loop, not inside it, so a talker step never waits for the vocoder (on an iGPU the
 two even run on different devices). One worker keeps the frames of each request in order; between requests, it
-decodes in their listeners' order, not the frames' arrival order: whatever has queued up since it last looked is
-taken at once, and the streams with a chunk ready are decoded those with no audio yet first, then by least slack
-(the playback clock, as the scheduler orders its steps), so a new reply's first audio never waits behind a long
-read-out's next chunk.
+decodes in their listeners' order, not the frames' arrival order: it takes whatever has queued up since it last
+looked, decodes one decoder block (4 frames) of the most urgent stream with work (no audio yet first, then least
+slack: the playback clock, as the scheduler orders its steps), and looks again. So a new reply's first audio waits at
+most for the one block in progress, never behind the rest of a read-out's chunk or the backlog a busy box builds up.
 """
 from __future__ import annotations
 
@@ -50,9 +50,14 @@ class _Stream:
     pending: list[np.ndarray] = field(default_factory=list)
     emitted: bool = False
     closing: bool = False  # its last frame has come: the rest is decoded in turn, then the sink finishes
+    chunk_left: int = 0  # frames of the chunk in progress still to decode (it is decoded a block at a time)
+    decoded: list[np.ndarray] = field(default_factory=list)  # the chunk in progress's audio so far
 
-    def ready(self) -> bool:
+    def chunk_ready(self) -> bool:
         return len(self.pending) >= (CHUNK_FRAMES if self.emitted else FIRST_CHUNK_FRAMES)
+
+    def has_work(self) -> bool:
+        return self.sink is not None and (self.chunk_left > 0 or self.chunk_ready() or self.closing)
 
 
 class CodecWorker:
@@ -113,29 +118,67 @@ class CodecWorker:
         self._jobs.put(("abort", seq_id, sink, None))
 
     def _run(self) -> None:
-        running = True
-        while running:
-            jobs = [self._jobs.get()]
-            while True:  # everything queued now, so that the ready streams can be decoded in their listeners' order
-                try:
-                    jobs.append(self._jobs.get_nowait())
-                except queue.Empty:
-                    break
-            if None in jobs:  # stop: the jobs before it are still done
-                jobs, running = jobs[:jobs.index(None)], False
-            for kind, seq_id, sink, payload in jobs:
-                with self._ending_on_failure(seq_id, sink):
-                    self._handle(kind, seq_id, sink, payload)
-            ready = [(s, seq_id, s.sink) for seq_id, s in self._streams.items()
-                     if s.sink is not None and (s.ready() or s.closing)]
-            for stream, seq_id, sink in sorted(ready, key=lambda item: _urgency(item[2])):
-                with self._ending_on_failure(seq_id, sink):
-                    self._emit_ready(stream, sink)
-                    if stream.closing:
-                        if stream.pending:
-                            self._emit(stream, sink, len(stream.pending))
-                        del self._streams[seq_id]
-                        sink.finish()
+        stopping = False
+        while True:
+            if not stopping:
+                # Wait only when nothing is ready; either way take everything queued now, so that the next block is
+                # the most urgent one the worker knows of.
+                jobs = self._take_jobs(wait=self._next_ready() is None)
+                if None in jobs:  # stop: the jobs before it are still done, and every chunk they make ready
+                    jobs, stopping = jobs[:jobs.index(None)], True
+                for kind, seq_id, sink, payload in jobs:
+                    with self._ending_on_failure(seq_id, sink):
+                        self._handle(kind, seq_id, sink, payload)
+            ready = self._next_ready()
+            if ready is None:
+                if stopping:
+                    return
+                continue
+            # One decoder block, then look at the queue again: a new reply's first frames, come meanwhile, go
+            # before the rest of a read-out's chunk and backlog instead of waiting for them.
+            seq_id, stream = ready
+            sink = stream.sink
+            assert sink is not None
+            with self._ending_on_failure(seq_id, sink):
+                self._decode_block(seq_id, stream, sink)
+
+    def _take_jobs(self, wait: bool) -> list:
+        jobs = []
+        if wait:
+            jobs.append(self._jobs.get())
+        while True:
+            try:
+                jobs.append(self._jobs.get_nowait())
+            except queue.Empty:
+                return jobs
+
+    def _next_ready(self) -> tuple[int, _Stream] | None:
+        """The stream whose block goes next: one with work (a chunk begun or ready, or an ending), in its listener's
+        order (_urgency)."""
+        ready = [(seq_id, s) for seq_id, s in self._streams.items() if s.has_work()]
+        return min(ready, key=lambda item: _urgency(item[1].sink), default=None)
+
+    def _decode_block(self, seq_id: int, stream: _Stream, sink: AudioSink) -> None:
+        """One decoder block of the stream's chunk in progress (beginning its next chunk if none is); a chunk whose
+        last block this was goes to the sink whole. Chunks have the size they would have had had their frames been
+        decoded as they came (the first FIRST_CHUNK_FRAMES, then CHUNK_FRAMES, then an ending stream's rest), and the
+        decoder's blocks fall where one push of the whole chunk puts them: the audio never depends on timing."""
+        if not stream.chunk_left:
+            if stream.chunk_ready():
+                stream.chunk_left = CHUNK_FRAMES if stream.emitted else FIRST_CHUNK_FRAMES
+            elif stream.pending:  # ending: the rest
+                stream.chunk_left = len(stream.pending)
+            else:
+                del self._streams[seq_id]
+                sink.finish()
+                return
+        frames = min(self._decoder.block_frames, stream.chunk_left)
+        stream.decoded.append(self._decoder.push(stream.state, np.stack(stream.pending[:frames])))
+        del stream.pending[:frames]
+        stream.chunk_left -= frames
+        if not stream.chunk_left:
+            sink.put(pcm16(np.concatenate(stream.decoded)))
+            stream.decoded, stream.emitted = [], True
 
     @contextlib.contextmanager
     def _ending_on_failure(self, seq_id: int, sink: AudioSink) -> Iterator[None]:
@@ -173,7 +216,7 @@ class CodecWorker:
             if live is None:
                 live = self._streams[seq_id] = _Stream(self._decoder.new_stream())
             live.sink = sink
-            live.pending.append(payload)  # decoded once every job queued now is in (_run)
+            live.pending.append(payload)  # decoded in its listener's turn (_run)
             return
         if kind == "close" and (live := self._streams.get(seq_id)) is not None and live.pending:
             live.sink, live.closing = sink, True  # decoded in its listener's turn (_run), then finished
@@ -186,20 +229,8 @@ class CodecWorker:
         else:  # aborted: by the caller, who reads no more, or by a shutdown, whose caller must not take it as done
             sink.fail(RequestFailed("the request was aborted"))
 
-    def _emit_ready(self, stream: _Stream, sink: AudioSink) -> None:
-        """Every whole chunk pending, each of the size it would have had had its frames been decoded as they came
-        (the first FIRST_CHUNK_FRAMES, then CHUNK_FRAMES): the chunking, and so the audio, never depends on timing."""
-        while stream.ready():
-            self._emit(stream, sink, CHUNK_FRAMES if stream.emitted else FIRST_CHUNK_FRAMES)
 
-    def _emit(self, stream: _Stream, sink: AudioSink, frames: int) -> None:
-        audio = self._decoder.push(stream.state, np.stack(stream.pending[:frames]))
-        del stream.pending[:frames]
-        stream.emitted = True
-        sink.put(pcm16(audio))
-
-
-def _urgency(sink: AudioSink) -> float:
+def _urgency(sink: AudioSink | None) -> float:
     """Sorts a ready stream: no audio written yet first, then the least slack. Sinks without a playback clock
     (offline callers, tests) count as urgent."""
     clock: PlaybackClock | None = getattr(sink, "clock", None)
