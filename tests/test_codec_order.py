@@ -163,3 +163,40 @@ def test_a_new_reply_goes_between_the_blocks_of_a_readers_chunk():
         codec.stop(10)
     assert Sink.order == ["reader", "new", "reader"]
     assert blocks == [codec._decoder.block_frames] * 5  # 4 + 12 frames of the reader, 4 of the new reply
+
+
+def test_a_chunk_begun_is_finished_before_a_readers_chunk_with_less_slack_begins():
+    """Between read-outs, a chunk in progress is finished first: two readers' chunks decoded block by block in turns
+    would both come late. Reader b (less slack) is ready only once a's chunk has begun: a's chunk still comes first."""
+    a_clock, b_clock = PlaybackClock(), PlaybackClock()
+    a_clock.wrote(20.0)
+    b_clock.wrote(10.0)
+    a, b = Sink("a", a_clock), Sink("b", b_clock)
+    Sink.order = []
+    codec = CodecWorker(TINY, "")
+    decoder_push = codec._decoder.push
+    blocks, in_a_chunk, release = [], threading.Event(), threading.Event()
+
+    def push(stream, codes):
+        blocks.append(len(codes))
+        if len(blocks) == 2:  # a's 12-frame chunk, first block
+            in_a_chunk.set()
+            assert release.wait(60)
+        return decoder_push(stream, codes)
+
+    codec._decoder.push = push
+    for codes in frames(FIRST_CHUNK_FRAMES + CHUNK_FRAMES, 1):
+        codec.push(1, a, codes)
+    codec.close(1, a)
+    codec.start()
+    try:
+        assert in_a_chunk.wait(60)
+        for codes in frames(FIRST_CHUNK_FRAMES + CHUNK_FRAMES, 2):
+            codec.push(2, b, codes)
+        codec.close(2, b)
+        release.set()
+        assert a.done.wait(60) and b.done.wait(60)
+    finally:
+        release.set()
+        codec.stop(10)
+    assert Sink.order == ["a", "a", "b", "b"]  # by slack alone b would cut into a's chunk: a, b, ...

@@ -153,10 +153,16 @@ class CodecWorker:
                 return jobs
 
     def _next_ready(self) -> tuple[int, _Stream] | None:
-        """The stream whose block goes next: one with work (a chunk begun or ready, or an ending), in its listener's
-        order (_urgency)."""
+        """The stream whose block goes next, of those with work (a chunk begun or ready, or an ending): one with no
+        audio yet first; then the chunk in progress, finished before another begins (read-outs' chunks taken in
+        turns, block by block, would all come late instead of one after the other); then the least slack."""
         ready = [(seq_id, s) for seq_id, s in self._streams.items() if s.has_work()]
-        return min(ready, key=lambda item: _urgency(item[1].sink), default=None)
+
+        def order(item: tuple[int, _Stream]) -> tuple[bool, bool, float]:
+            urgency = _urgency(item[1].sink)
+            return urgency != float("-inf"), item[1].chunk_left == 0, urgency
+
+        return min(ready, key=order, default=None)
 
     def _decode_block(self, seq_id: int, stream: _Stream, sink: AudioSink) -> None:
         """One decoder block of the stream's chunk in progress (beginning its next chunk if none is); a chunk whose
