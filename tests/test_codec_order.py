@@ -11,6 +11,7 @@ import numpy as np
 from wyoming_chorus.app import model_dir
 from wyoming_chorus.config import EngineSettings
 from wyoming_chorus.engine.audio_output import CHUNK_FRAMES, FIRST_CHUNK_FRAMES, CodecWorker
+from wyoming_chorus.engine.urgent_steps import UrgentSteps
 from wyoming_chorus.playback_clock import PlaybackClock
 
 TINY = model_dir(EngineSettings())
@@ -200,3 +201,31 @@ def test_a_chunk_begun_is_finished_before_a_readers_chunk_with_less_slack_begins
         release.set()
         codec.stop(10)
     assert Sink.order == ["a", "a", "b", "b"]  # by slack alone b would cut into a's chunk: a, b, ...
+
+
+def test_while_the_engine_runs_a_head_start_a_listener_with_audio_to_spare_waits():
+    """Under the playback policy the engine marks the steps that make a head start's frames; meanwhile the codec
+    decodes only listeners with no audio to spare (no audio yet, or less than spare_seconds left), and the others
+    once the engine marks a step without a head start."""
+    urgent = UrgentSteps()
+    reader_clock, low_clock = PlaybackClock(), PlaybackClock()
+    reader_clock.wrote(20.0)  # 20 s to spare
+    low_clock.wrote(0.5)  # half a second left: below spare_seconds
+    reader, low, new = Sink("reader", reader_clock), Sink("low", low_clock), Sink("new", PlaybackClock())
+    Sink.order = []
+    codec = CodecWorker(TINY, "", urgent=urgent, spare_seconds=1.0)
+    urgent.mark(True)
+    for seq_id, sink in ((1, reader), (2, low), (3, new)):
+        for codes in frames(FIRST_CHUNK_FRAMES, seq_id):
+            codec.push(seq_id, sink, codes)
+        codec.close(seq_id, sink)
+    codec.start()
+    try:
+        assert low.done.wait(60) and new.done.wait(60)
+        assert not reader.done.wait(0.5) and reader.pcm == []  # held while the head start runs
+        urgent.mark(False)
+        assert reader.done.wait(60)
+    finally:
+        urgent.mark(False)
+        codec.stop(10)
+    assert Sink.order == ["new", "low", "reader"]

@@ -22,6 +22,7 @@ from typing import Protocol
 import numpy as np
 
 from wyoming_chorus.engine.codec_precision import choose_codec_decoder
+from wyoming_chorus.engine.urgent_steps import UrgentSteps
 from wyoming_chorus.errors import RequestFailed
 from wyoming_chorus.modeldir.manifest import ModelDir
 from wyoming_chorus.playback_clock import PlaybackClock
@@ -66,12 +67,17 @@ class CodecWorker:
     the error from the fail() that follows. Without it, the sink is failed directly."""
 
     def __init__(self, model: ModelDir, codec_precision: str = "auto", inference_precision: str = "",
-                 on_failure: Callable[[int, Exception], None] | None = None):
-        """codec_precision, inference_precision: engine.codec_precision and engine.inference_precision."""
+                 on_failure: Callable[[int, Exception], None] | None = None,
+                 urgent: UrgentSteps | None = None, spare_seconds: float = 1.0):
+        """codec_precision, inference_precision: engine.codec_precision and engine.inference_precision. `urgent`:
+        the engine's flag (playback policy): while it runs a head start's steps, a block whose listener has
+        `spare_seconds` of audio or more left to play waits (engine/urgent_steps.py)."""
         self.choice = choose_codec_decoder(model / "codec_decoder.xml", model.manifest.codebook_size,
                                            codec_precision, inference_precision)
         self._decoder = self.choice.decoder
         self._on_failure = on_failure
+        self._urgent = urgent
+        self._spare_seconds = spare_seconds
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._streams: dict[int, _Stream] = {}
         self._failed: set[int] = set()  # requests whose decoding failed: their frames still queued are dropped
@@ -129,16 +135,22 @@ class CodecWorker:
                 for kind, seq_id, sink, payload in jobs:
                     with self._ending_on_failure(seq_id, sink):
                         self._handle(kind, seq_id, sink, payload)
-            ready = self._next_ready()
+            hold = not stopping and self._urgent is not None and self._urgent.busy()
+            ready = self._next_ready(hold)
             if ready is None:
                 if stopping:
                     return
                 continue
-            # One decoder block, then look at the queue again: a new reply's first frames, come meanwhile, go
-            # before the rest of a read-out's chunk and backlog instead of waiting for them.
             seq_id, stream = ready
             sink = stream.sink
             assert sink is not None
+            if hold and self._spares(sink) and self._urgent is not None:
+                # The engine is making a head start's frames and this listener has audio to spare: let the steps
+                # have the cores, and choose again soon (new frames may have come, or this listener's slack run low).
+                self._urgent.wait_quiet(0.05)
+                continue
+            # One decoder block, then look at the queue again: a new reply's first frames, come meanwhile, go
+            # before the rest of a read-out's chunk and backlog instead of waiting for them.
             with self._ending_on_failure(seq_id, sink):
                 self._decode_block(seq_id, stream, sink)
 
@@ -152,17 +164,22 @@ class CodecWorker:
             except queue.Empty:
                 return jobs
 
-    def _next_ready(self) -> tuple[int, _Stream] | None:
+    def _next_ready(self, hold: bool = False) -> tuple[int, _Stream] | None:
         """The stream whose block goes next, of those with work (a chunk begun or ready, or an ending): one with no
-        audio yet first; then the chunk in progress, finished before another begins (read-outs' chunks taken in
-        turns, block by block, would all come late instead of one after the other); then the least slack."""
+        audio yet first; while `hold`, those whose listeners have no audio to spare; then the chunk in progress,
+        finished before another begins (read-outs' chunks taken in turns, block by block, would all come late
+        instead of one after the other); then the least slack."""
         ready = [(seq_id, s) for seq_id, s in self._streams.items() if s.has_work()]
 
-        def order(item: tuple[int, _Stream]) -> tuple[bool, bool, float]:
-            urgency = _urgency(item[1].sink)
-            return urgency != float("-inf"), item[1].chunk_left == 0, urgency
+        def order(item: tuple[int, _Stream]) -> tuple[bool, bool, bool, float]:
+            sink = item[1].sink
+            urgency = _urgency(sink)
+            return urgency != float("-inf"), hold and self._spares(sink), item[1].chunk_left == 0, urgency
 
         return min(ready, key=order, default=None)
+
+    def _spares(self, sink: AudioSink | None) -> bool:
+        return _urgency(sink) >= self._spare_seconds
 
     def _decode_block(self, seq_id: int, stream: _Stream, sink: AudioSink) -> None:
         """One decoder block of the stream's chunk in progress (beginning its next chunk if none is); a chunk whose

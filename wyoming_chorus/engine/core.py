@@ -32,6 +32,7 @@ from wyoming_chorus.engine.sequence import FinishReason, Sequence
 from wyoming_chorus.engine.stats import EngineStats, StepReport
 from wyoming_chorus.engine.step_cost import StepCost, probe_batches
 from wyoming_chorus.engine.step_metrics import StepMetrics, playback_slack
+from wyoming_chorus.engine.urgent_steps import UrgentSteps
 from wyoming_chorus.errors import QueueFull, RequestFailed
 from wyoming_chorus.metrics import Metrics
 from wyoming_chorus.modeldir.manifest import ModelDir
@@ -66,10 +67,15 @@ class EngineCore:
             inference_precision=self.lm_precision.hint, num_blocks=settings.max_cache_blocks,
             kv_cache_bytes=settings.kv_cache_mb << 20))
         self.sample_rate = model.manifest.sample_rate
-        self.codec = CodecWorker(model, settings.codec_precision, settings.inference_precision,
-                                 on_failure=self._codec_failed)
         self.step_cost = StepCost()
         frame_seconds = model.manifest.samples_per_frame / model.manifest.sample_rate
+        self._playback = policy_for(scheduling or SchedulerSettings(), self.step_cost, frame_seconds)
+        # Under the playback policy the codec holds back blocks of listeners with audio to spare while the engine
+        # makes a head start's frames (engine/urgent_steps.py).
+        self._urgent = UrgentSteps() if self._playback is not None else None
+        self.codec = CodecWorker(model, settings.codec_precision, settings.inference_precision,
+                                 on_failure=self._codec_failed, urgent=self._urgent,
+                                 spare_seconds=self._playback.limits.min_slack_seconds if self._playback else 1.0)
         self._observer = StepMetrics(self.metrics, self.step_cost, frame_seconds, settings.max_batch)
         self._max_batch = settings.max_batch
         # Owned by whoever steps (the engine thread once started): the scheduler and its block pool, the sink of
@@ -80,7 +86,7 @@ class EngineCore:
             max_waiting=settings.max_waiting,
             token_budget=settings.step_token_budget,
             policy=settings.policy,
-            playback=policy_for(scheduling or SchedulerSettings(), self.step_cost, frame_seconds),
+            playback=self._playback,
         )
         self._sinks: dict[int, AudioSink | None] = {}
         self._stopping = False
@@ -181,6 +187,8 @@ class EngineCore:
         self._read_messages()
         entries = self._scheduler.schedule()
         preempted = len(self._scheduler.preempted)  # with or without entries: a victim's place goes next time
+        if self._urgent is not None:
+            self._urgent.mark(any(self._in_head_start(entry.seq) for entry in entries))
         if entries:
             report = self._run_batch(entries, preempted)
         else:
@@ -188,6 +196,11 @@ class EngineCore:
             report = StepReport(preempted, self._scheduler.has_work())
         self._stats = self._snapshot()
         return report
+
+    def _in_head_start(self, seq: Sequence) -> bool:
+        """A reply whose listener waits for its first seconds (no clock: nobody listens, so nothing to hurry)."""
+        assert self._playback is not None
+        return seq.clock is not None and seq.clock.written < self._playback.limits.head_start_seconds
 
     def _run_batch(self, entries: list[ScheduledEntry], preempted: int) -> StepReport:
         started = time.perf_counter()
