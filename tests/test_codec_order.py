@@ -129,41 +129,49 @@ def test_a_new_reply_goes_before_the_rest_of_a_readers_backlog():
     assert Sink.order == ["reader", "new", "reader", "reader", "reader"]
 
 
+def frames_during_a_chunk(first: Sink, second: Sink, second_frames: int) -> list[int]:
+    """`first` has a first chunk and a 12-frame chunk queued; the real decoder is held in its second block (the
+    12-frame chunk's first) while `second_frames` frames of `second` are queued, then let go. Returns the frames
+    of each decoder call."""
+    Sink.order = []
+    codec = CodecWorker(TINY, "")
+    decoder_push = codec._decoder.push
+    blocks, held, release = [], threading.Event(), threading.Event()
+
+    def push(stream, codes):
+        blocks.append(len(codes))
+        if len(blocks) == 2:
+            held.set()
+            assert release.wait(60)
+        return decoder_push(stream, codes)
+
+    codec._decoder.push = push
+    for codes in frames(FIRST_CHUNK_FRAMES + CHUNK_FRAMES, 1):
+        codec.push(1, first, codes)
+    codec.close(1, first)
+    codec.start()
+    try:
+        assert held.wait(60)
+        for codes in frames(second_frames, 2):
+            codec.push(2, second, codes)
+        codec.close(2, second)
+        release.set()
+        assert first.done.wait(60) and second.done.wait(60)
+    finally:
+        release.set()
+        codec.stop(10)
+    return blocks
+
+
 def test_a_new_reply_goes_between_the_blocks_of_a_readers_chunk():
     """A chunk is decoded a decoder block at a time, the queue looked at between blocks: a reply whose first frames
     come while a read-out's 12-frame chunk is half decoded is heard before that chunk is."""
     reader_clock = PlaybackClock()
     reader_clock.wrote(20.0)
     reader, new = Sink("reader", reader_clock), Sink("new", PlaybackClock())
-    Sink.order = []
-    codec = CodecWorker(TINY, "")
-    decoder_push = codec._decoder.push
-    blocks, in_second_block, release = [], threading.Event(), threading.Event()
-
-    def push(stream, codes):  # the real decoder, held in the reader's second block (its 12-frame chunk's first)
-        blocks.append(len(codes))
-        if len(blocks) == 2:
-            in_second_block.set()
-            assert release.wait(60)
-        return decoder_push(stream, codes)
-
-    codec._decoder.push = push
-    for codes in frames(FIRST_CHUNK_FRAMES + CHUNK_FRAMES, 1):
-        codec.push(1, reader, codes)
-    codec.close(1, reader)
-    codec.start()
-    try:
-        assert in_second_block.wait(60)
-        for codes in frames(FIRST_CHUNK_FRAMES, 2):
-            codec.push(2, new, codes)
-        codec.close(2, new)
-        release.set()
-        assert reader.done.wait(60) and new.done.wait(60)
-    finally:
-        release.set()
-        codec.stop(10)
+    blocks = frames_during_a_chunk(reader, new, FIRST_CHUNK_FRAMES)
     assert Sink.order == ["reader", "new", "reader"]
-    assert blocks == [codec._decoder.block_frames] * 5  # 4 + 12 frames of the reader, 4 of the new reply
+    assert blocks == [blocks[0]] * 5  # 4 + 12 frames of the reader, 4 of the new reply: one block each
 
 
 def test_a_chunk_begun_is_finished_before_a_readers_chunk_with_less_slack_begins():
@@ -173,35 +181,8 @@ def test_a_chunk_begun_is_finished_before_a_readers_chunk_with_less_slack_begins
     a_clock.wrote(20.0)
     b_clock.wrote(10.0)
     a, b = Sink("a", a_clock), Sink("b", b_clock)
-    Sink.order = []
-    codec = CodecWorker(TINY, "")
-    decoder_push = codec._decoder.push
-    blocks, in_a_chunk, release = [], threading.Event(), threading.Event()
-
-    def push(stream, codes):
-        blocks.append(len(codes))
-        if len(blocks) == 2:  # a's 12-frame chunk, first block
-            in_a_chunk.set()
-            assert release.wait(60)
-        return decoder_push(stream, codes)
-
-    codec._decoder.push = push
-    for codes in frames(FIRST_CHUNK_FRAMES + CHUNK_FRAMES, 1):
-        codec.push(1, a, codes)
-    codec.close(1, a)
-    codec.start()
-    try:
-        assert in_a_chunk.wait(60)
-        for codes in frames(FIRST_CHUNK_FRAMES + CHUNK_FRAMES, 2):
-            codec.push(2, b, codes)
-        codec.close(2, b)
-        release.set()
-        assert a.done.wait(60) and b.done.wait(60)
-    finally:
-        release.set()
-        codec.stop(10)
+    frames_during_a_chunk(a, b, FIRST_CHUNK_FRAMES + CHUNK_FRAMES)
     assert Sink.order == ["a", "a", "b", "b"]  # by slack alone b would cut into a's chunk: a, b, ...
-
 
 def test_while_the_engine_runs_a_head_start_a_listener_with_audio_to_spare_waits():
     """Under the playback policy the engine marks the steps that make a head start's frames; meanwhile the codec
