@@ -1,6 +1,6 @@
 """The codec thread (engine/audio_output.py) on the tiny model's real decoder: between requests it decodes in their
-listeners' order (no audio yet first, then least slack), and a request's chunks, so its audio, never depend on when
-its frames came."""
+listeners' order (no audio yet first, then least slack), each decoder block's audio goes out as soon as it is
+decoded, and a request's chunks, so its audio, never depend on when its frames came."""
 from __future__ import annotations
 
 import threading
@@ -10,11 +10,13 @@ import numpy as np
 
 from wyoming_chorus.app import model_dir
 from wyoming_chorus.config import EngineSettings
-from wyoming_chorus.engine.audio_output import CHUNK_FRAMES, FIRST_CHUNK_FRAMES, CodecWorker
+from wyoming_chorus.engine.audio_output import CodecWorker
+from wyoming_chorus.engine.streaming_codec import SAMPLES_PER_FRAME
 from wyoming_chorus.engine.urgent_steps import UrgentSteps
 from wyoming_chorus.playback_clock import PlaybackClock
 
 TINY = model_dir(EngineSettings())
+BLOCK = 4  # frames per decoder block (StreamingCodecDecoder's default): one chunk of audio
 
 
 class Sink:
@@ -54,9 +56,9 @@ def test_a_reply_with_no_audio_yet_is_decoded_before_a_reader_with_audio_buffere
     Sink.order = []
     codec = CodecWorker(TINY, "")
     # Queued before the thread looks: the reader's frames arrived first.
-    for codes in frames(FIRST_CHUNK_FRAMES, 1):
+    for codes in frames(BLOCK, 1):
         codec.push(1, reader, codes)
-    for codes in frames(FIRST_CHUNK_FRAMES, 2):
+    for codes in frames(BLOCK, 2):
         codec.push(2, new, codes)
     codec.close(1, reader)
     codec.close(2, new)
@@ -69,7 +71,7 @@ def test_a_reply_with_no_audio_yet_is_decoded_before_a_reader_with_audio_buffere
 
 
 def test_the_audio_is_the_same_whenever_the_frames_come():
-    codes = frames(31, 3)  # a first chunk, two whole chunks and a rest
+    codes = frames(31, 3)  # seven whole blocks and a rest
     results = []
     for pace in (0.0, 0.01):
         sink = Sink("one", None)
@@ -84,7 +86,8 @@ def test_the_audio_is_the_same_whenever_the_frames_come():
         finally:
             codec.stop(10)
         results.append(sink.pcm)
-    assert [len(chunk) for chunk in results[0]] == [len(chunk) for chunk in results[1]]
+    for chunks in results:  # each block is a chunk of its own, handed over as soon as it is decoded
+        assert [len(chunk) for chunk in chunks] == [BLOCK * SAMPLES_PER_FRAME * 2] * 7 + [3 * SAMPLES_PER_FRAME * 2]
     assert b"".join(results[0]) == b"".join(results[1])
 
 
@@ -112,13 +115,13 @@ def test_a_new_reply_goes_before_the_rest_of_a_readers_backlog():
     reader, new = HeldSink("reader", reader_clock), Sink("new", PlaybackClock())
     Sink.order = []
     codec = CodecWorker(TINY, "")
-    for codes in frames(FIRST_CHUNK_FRAMES + 3 * CHUNK_FRAMES, 1):  # four chunks, all ready at once
+    for codes in frames(4 * BLOCK, 1):  # four blocks, all ready at once
         codec.push(1, reader, codes)
     codec.close(1, reader)
     codec.start()
     try:
         assert reader.first_put.wait(60)
-        for codes in frames(FIRST_CHUNK_FRAMES, 2):
+        for codes in frames(BLOCK, 2):
             codec.push(2, new, codes)
         codec.close(2, new)
         reader.release.set()
@@ -129,60 +132,73 @@ def test_a_new_reply_goes_before_the_rest_of_a_readers_backlog():
     assert Sink.order == ["reader", "new", "reader", "reader", "reader"]
 
 
-def frames_during_a_chunk(first: Sink, second: Sink, second_frames: int) -> list[int]:
-    """`first` has a first chunk and a 12-frame chunk queued; the real decoder is held in its second block (the
-    12-frame chunk's first) while `second_frames` frames of `second` are queued, then let go. Returns the frames
-    of each decoder call."""
+def decoding_held_at_call(call: int, first: Sink, first_frames: int, second: Sink | None = None,
+                          second_frames: int = 0) -> list[int]:
+    """`first_frames` frames of `first` are queued; the real decoder is held in its `call`-th block while
+    `second_frames` frames of `second` are queued, then let go. Returns what each sink had been handed (chunks)
+    when the decoder was held, after which everything is decoded to the end."""
     Sink.order = []
     codec = CodecWorker(TINY, "")
     decoder_push = codec._decoder.push
-    blocks, held, release = [], threading.Event(), threading.Event()
+    calls, held, release = [0], threading.Event(), threading.Event()
+    seen: list[int] = []
 
     def push(stream, codes):
-        blocks.append(len(codes))
-        if len(blocks) == 2:
+        calls[0] += 1
+        if calls[0] == call:
+            seen.extend([len(first.pcm), len(second.pcm) if second else 0])
             held.set()
             assert release.wait(60)
         return decoder_push(stream, codes)
 
     codec._decoder.push = push
-    for codes in frames(FIRST_CHUNK_FRAMES + CHUNK_FRAMES, 1):
+    for codes in frames(first_frames, 1):
         codec.push(1, first, codes)
     codec.close(1, first)
     codec.start()
     try:
         assert held.wait(60)
-        for codes in frames(second_frames, 2):
-            codec.push(2, second, codes)
-        codec.close(2, second)
+        if second is not None:
+            for codes in frames(second_frames, 2):
+                codec.push(2, second, codes)
+            codec.close(2, second)
         release.set()
-        assert first.done.wait(60) and second.done.wait(60)
+        assert first.done.wait(60) and (second is None or second.done.wait(60))
     finally:
         release.set()
         codec.stop(10)
-    return blocks
+    return seen
 
 
-def test_a_new_reply_goes_between_the_blocks_of_a_readers_chunk():
-    """A chunk is decoded a decoder block at a time, the queue looked at between blocks: a reply whose first frames
-    come while a read-out's 12-frame chunk is half decoded is heard before that chunk is."""
+def test_each_block_is_heard_as_soon_as_it_is_decoded():
+    """A listener gets every decoder block's audio before the next block is decoded: a reply made as fast as it
+    plays never runs dry (were three blocks sent as one chunk, the second chunk would have to be made three times
+    faster than real time to come before the first one has played)."""
+    reader = Sink("reader", PlaybackClock())
+    assert decoding_held_at_call(3, reader, 3 * BLOCK) == [2, 0]
+    assert len(reader.pcm) == 3
+
+
+def test_a_new_reply_goes_between_the_blocks_of_a_readers_backlog():
+    """The queue is looked at between blocks: a reply whose first frames come while a read-out's block is being
+    decoded is heard right after that block."""
     reader_clock = PlaybackClock()
     reader_clock.wrote(20.0)
     reader, new = Sink("reader", reader_clock), Sink("new", PlaybackClock())
-    blocks = frames_during_a_chunk(reader, new, FIRST_CHUNK_FRAMES)
-    assert Sink.order == ["reader", "new", "reader"]
-    assert blocks == [blocks[0]] * 5  # 4 + 12 frames of the reader, 4 of the new reply: one block each
+    decoding_held_at_call(2, reader, 3 * BLOCK, new, BLOCK)
+    assert Sink.order == ["reader", "reader", "new", "reader"]
 
 
-def test_a_chunk_begun_is_finished_before_a_readers_chunk_with_less_slack_begins():
-    """Between read-outs, a chunk in progress is finished first: two readers' chunks decoded block by block in turns
-    would both come late. Reader b (less slack) is ready only once a's chunk has begun: a's chunk still comes first."""
+def test_between_readers_the_least_slack_goes_next_block_by_block():
+    """Reader b (less audio left to play than a) becomes ready while a's block is decoded: b's block comes before
+    a's next one, whoever began first."""
     a_clock, b_clock = PlaybackClock(), PlaybackClock()
     a_clock.wrote(20.0)
     b_clock.wrote(10.0)
     a, b = Sink("a", a_clock), Sink("b", b_clock)
-    frames_during_a_chunk(a, b, FIRST_CHUNK_FRAMES + CHUNK_FRAMES)
-    assert Sink.order == ["a", "a", "b", "b"]  # by slack alone b would cut into a's chunk: a, b, ...
+    decoding_held_at_call(2, a, 3 * BLOCK, b, 2 * BLOCK)
+    assert Sink.order == ["a", "a", "b", "b", "a"]
+
 
 def test_while_the_engine_runs_a_head_start_a_listener_with_audio_to_spare_waits():
     """Under the playback policy the engine marks the steps that make a head start's frames; meanwhile the codec
@@ -197,7 +213,7 @@ def test_while_the_engine_runs_a_head_start_a_listener_with_audio_to_spare_waits
     codec = CodecWorker(TINY, "", urgent=urgent, spare_seconds=1.0)
     urgent.mark(True)
     for seq_id, sink in ((1, reader), (2, low), (3, new)):
-        for codes in frames(FIRST_CHUNK_FRAMES, seq_id):
+        for codes in frames(BLOCK, seq_id):
             codec.push(seq_id, sink, codes)
         codec.close(seq_id, sink)
     codec.start()

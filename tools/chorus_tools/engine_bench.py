@@ -78,16 +78,16 @@ def bench_batch(model: ModelDir, runner: PagedRunner, batch: int, context: int, 
 
 
 def bench_codec(directory: Path, frames: int, precision: str) -> float:
-    """Milliseconds of decoder compute per second of audio, streamed as the engine streams it (first 4 frames,
-    then 12 at a time)."""
+    """Milliseconds of decoder compute per second of audio, streamed as the engine streams it (one decoder block
+    at a time)."""
     decoder = StreamingCodecDecoder(directory / "codec_decoder.xml", precision)
     codes = np.random.default_rng(0).integers(0, 2048, (frames, 16), dtype=np.int64)
     decoder.push(decoder.new_stream(), codes[:4])  # warm-up
 
     def stream():
         state = decoder.new_stream()
-        for start in [0, *range(4, frames, 12)]:
-            decoder.push(state, codes[start:4 if start == 0 else start + 12])
+        for start in range(0, frames, decoder.block_frames):
+            decoder.push(state, codes[start:start + decoder.block_frames])
 
     return time_steps(stream, 3) / (frames * 0.08)
 

@@ -4,9 +4,11 @@ to the request's sink, which carries it across into the caller's asyncio loop.
 Decoding runs beside the engine loop, not inside it, so a talker step never waits for the vocoder (on an iGPU the
 two even run on different devices). One worker keeps the frames of each request in order; between requests, it
 decodes in their listeners' order, not the frames' arrival order: it takes whatever has queued up since it last
-looked, decodes one decoder block (4 frames) of the most urgent stream with work (no audio yet first, then least
-slack: the playback clock, as the scheduler orders its steps), and looks again. So a new reply's first audio waits at
-most for the one block in progress, never behind the rest of a read-out's chunk or the backlog a busy box builds up.
+looked, decodes one decoder block (4 frames, 320 ms of audio) of the most urgent stream with work (no audio yet first,
+then least slack: the playback clock, as the scheduler orders its steps), hands that block's audio over at once, and
+looks again. So a new reply's first audio waits at most for the one block in progress, never behind the rest of a
+read-out's backlog, and a listener hears every block as soon as it exists: a reply made at least as fast as it plays
+never runs dry (with larger chunks it would have to be made several times faster than that at its start).
 """
 from __future__ import annotations
 
@@ -27,10 +29,6 @@ from wyoming_chorus.errors import RequestFailed
 from wyoming_chorus.modeldir.manifest import ModelDir
 from wyoming_chorus.playback_clock import PlaybackClock
 
-# The first chunk leaves after a few frames (4 frames = 320 ms of audio) so speech starts early; later chunks are
-# larger because every decoder call has a fixed cost.
-FIRST_CHUNK_FRAMES = 4
-CHUNK_FRAMES = 12
 # Cloned voices whose primed decoder state is kept (the least recently used goes first).
 PRIMED_VOICES = 8
 
@@ -49,16 +47,11 @@ class _Stream:
     state: object
     sink: AudioSink | None = None  # where its audio goes, once a frame has come
     pending: list[np.ndarray] = field(default_factory=list)
-    emitted: bool = False
     closing: bool = False  # its last frame has come: the rest is decoded in turn, then the sink finishes
-    chunk_left: int = 0  # frames of the chunk in progress still to decode (it is decoded a block at a time)
-    decoded: list[np.ndarray] = field(default_factory=list)  # the chunk in progress's audio so far
 
-    def chunk_ready(self) -> bool:
-        return len(self.pending) >= (CHUNK_FRAMES if self.emitted else FIRST_CHUNK_FRAMES)
-
-    def has_work(self) -> bool:
-        return self.sink is not None and (self.chunk_left > 0 or self.chunk_ready() or self.closing)
+    def has_work(self, block_frames: int) -> bool:
+        """A whole decoder block is pending, or the stream is ending (its rest, or its finish, is due)."""
+        return self.sink is not None and (len(self.pending) >= block_frames or self.closing)
 
 
 class CodecWorker:
@@ -165,16 +158,14 @@ class CodecWorker:
                 return jobs
 
     def _next_ready(self, hold: bool = False) -> tuple[int, _Stream] | None:
-        """The stream whose block goes next, of those with work (a chunk begun or ready, or an ending): one with no
-        audio yet first; while `hold`, those whose listeners have no audio to spare; then the chunk in progress,
-        finished before another begins (read-outs' chunks taken in turns, block by block, would all come late
-        instead of one after the other); then the least slack."""
-        ready = [(seq_id, s) for seq_id, s in self._streams.items() if s.has_work()]
+        """The stream whose block goes next, of those with work (a whole block pending, or an ending): one with no
+        audio yet first; while `hold`, those whose listeners have no audio to spare; then the least slack."""
+        ready = [(seq_id, s) for seq_id, s in self._streams.items() if s.has_work(self._decoder.block_frames)]
 
-        def order(item: tuple[int, _Stream]) -> tuple[bool, bool, bool, float]:
+        def order(item: tuple[int, _Stream]) -> tuple[bool, bool, float]:
             sink = item[1].sink
             urgency = _urgency(sink)
-            return urgency != float("-inf"), hold and self._spares(sink), item[1].chunk_left == 0, urgency
+            return urgency != float("-inf"), hold and self._spares(sink), urgency
 
         return min(ready, key=order, default=None)
 
@@ -182,26 +173,17 @@ class CodecWorker:
         return _urgency(sink) >= self._spare_seconds
 
     def _decode_block(self, seq_id: int, stream: _Stream, sink: AudioSink) -> None:
-        """One decoder block of the stream's chunk in progress (beginning its next chunk if none is); a chunk whose
-        last block this was goes to the sink whole. Chunks have the size they would have had had their frames been
-        decoded as they came (the first FIRST_CHUNK_FRAMES, then CHUNK_FRAMES, then an ending stream's rest), and the
-        decoder's blocks fall where one push of the whole chunk puts them: the audio never depends on timing."""
-        if not stream.chunk_left:
-            if stream.chunk_ready():
-                stream.chunk_left = CHUNK_FRAMES if stream.emitted else FIRST_CHUNK_FRAMES
-            elif stream.pending:  # ending: the rest
-                stream.chunk_left = len(stream.pending)
-            else:
-                del self._streams[seq_id]
-                sink.finish()
-                return
-        frames = min(self._decoder.block_frames, stream.chunk_left)
-        stream.decoded.append(self._decoder.push(stream.state, np.stack(stream.pending[:frames])))
+        """The stream's next decoder block, its audio to the sink at once; an ending stream's last frames (fewer than
+        a block) are its last chunk, and once nothing is left the sink finishes. The blocks fall at the same frames
+        whenever the frames came, so the audio never depends on timing."""
+        if not stream.pending:  # ending, everything decoded
+            del self._streams[seq_id]
+            sink.finish()
+            return
+        frames = min(self._decoder.block_frames, len(stream.pending))
+        pcm = self._decoder.push(stream.state, np.stack(stream.pending[:frames]))
         del stream.pending[:frames]
-        stream.chunk_left -= frames
-        if not stream.chunk_left:
-            sink.put(pcm16(np.concatenate(stream.decoded)))
-            stream.decoded, stream.emitted = [], True
+        sink.put(pcm16(pcm))
 
     @contextlib.contextmanager
     def _ending_on_failure(self, seq_id: int, sink: AudioSink) -> Iterator[None]:

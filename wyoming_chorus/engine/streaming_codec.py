@@ -9,7 +9,8 @@ The graph is compiled for a fixed block of frames: with static shapes the CPU pl
 activation into one vector kernel, while with a dynamic frame count it runs as ~10 separate passes (~20% more
 decode time on a 2-core AVX-512 machine). A push runs whole blocks; a short last block is padded with frames of
 code -1, which the graph decodes but keeps out of its state, and their audio is dropped. The default block, 4
-frames, matches the engine's pushes (4 frames, then 12) and cost ~30% less per frame than single-frame blocks.
+frames, costs ~30% less per frame than single-frame blocks; it is also the codec thread's chunk (each block's audio
+goes out at once: engine/audio_output.py).
 """
 from __future__ import annotations
 
