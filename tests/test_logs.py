@@ -4,13 +4,10 @@ from __future__ import annotations
 import asyncio
 import logging
 
-import pytest
 from wyoming.client import AsyncTcpClient
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
 
 from helpers import HOST, read_until, send
-
-pytestmark = pytest.mark.asyncio
 
 
 async def test_each_reply_gets_one_info_line_with_peer_voice_language_timing_and_status(chorus, caplog):
