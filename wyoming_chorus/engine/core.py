@@ -187,8 +187,8 @@ class EngineCore:
         self._read_messages()
         entries = self._scheduler.schedule()
         preempted = len(self._scheduler.preempted)  # with or without entries: a victim's place goes next time
-        if self._urgent is not None:
-            self._urgent.mark(any(self._in_head_start(entry.seq) for entry in entries))
+        if self._urgent is not None and self._playback is not None:  # both exist under the playback policy only
+            self._urgent.mark(any(self._playback.in_first_seconds(entry.seq) for entry in entries))
         if entries:
             report = self._run_batch(entries, preempted)
         else:
@@ -196,11 +196,6 @@ class EngineCore:
             report = StepReport(preempted, self._scheduler.has_work())
         self._stats = self._snapshot()
         return report
-
-    def _in_head_start(self, seq: Sequence) -> bool:
-        """A reply whose listener waits for its first seconds (no clock: nobody listens, so nothing to hurry)."""
-        assert self._playback is not None
-        return seq.clock is not None and seq.clock.written < self._playback.limits.head_start_seconds
 
     def _run_batch(self, entries: list[ScheduledEntry], preempted: int) -> StepReport:
         started = time.perf_counter()

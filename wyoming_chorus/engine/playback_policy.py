@@ -59,12 +59,11 @@ class PlaybackPolicy:
             if seq.clock is None:
                 head.append(seq)
                 continue
-            written = seq.clock.written
             slack = seq.clock.slack(now)
-            if slack is None or written < limits.head_start_seconds or slack < -limits.head_start_seconds:
+            if slack is None or self.in_first_seconds(seq) or slack < -limits.head_start_seconds:
                 head.append(seq)
             elif slack < limits.min_slack_seconds:
-                low.append((written, seq))
+                low.append((seq.clock.written, seq))
             elif slack > limits.max_slack_seconds:
                 full.append(seq)
             else:
@@ -80,6 +79,11 @@ class PlaybackPolicy:
             chosen = [seq for _, seq in rest] or full
         ids = {seq.id for seq in chosen}
         return {seq.id for seq in running if seq.id not in ids}
+
+    def in_first_seconds(self, seq: Sequence) -> bool:
+        """Its listener waits for the reply's first head_start_seconds (fewer written so far); False without a
+        listener (nobody to hurry for)."""
+        return seq.clock is not None and seq.clock.written < self.limits.head_start_seconds
 
     def _real_time(self, batch: int) -> bool:
         cost = self.cost.predict(batch)
