@@ -12,7 +12,7 @@ from wyoming_chorus.app import model_dir
 from wyoming_chorus.config import EngineSettings
 from wyoming_chorus.engine.audio_output import CodecWorker
 from wyoming_chorus.engine.streaming_codec import SAMPLES_PER_FRAME
-from wyoming_chorus.engine.urgent_steps import UrgentSteps
+from wyoming_chorus.engine.urgent_steps import FIRST_AUDIO, HEAD_START, QUIET, UrgentSteps
 from wyoming_chorus.playback_clock import PlaybackClock
 
 TINY = model_dir(EngineSettings())
@@ -211,7 +211,7 @@ def test_while_the_engine_runs_a_head_start_a_listener_with_audio_to_spare_waits
     reader, low, new = Sink("reader", reader_clock), Sink("low", low_clock), Sink("new", PlaybackClock())
     Sink.order = []
     codec = CodecWorker(TINY, "", urgent=urgent, spare_seconds=1.0)
-    urgent.mark(True)
+    urgent.mark(HEAD_START)
     for seq_id, sink in ((1, reader), (2, low), (3, new)):
         for codes in frames(BLOCK, seq_id):
             codec.push(seq_id, sink, codes)
@@ -220,9 +220,40 @@ def test_while_the_engine_runs_a_head_start_a_listener_with_audio_to_spare_waits
     try:
         assert low.done.wait(60) and new.done.wait(60)
         assert not reader.done.wait(0.5) and reader.pcm == []  # held while the head start runs
-        urgent.mark(False)
+        urgent.mark(QUIET)
         assert reader.done.wait(60)
     finally:
-        urgent.mark(False)
+        urgent.mark(QUIET)
         codec.stop(10)
     assert Sink.order == ["new", "low", "reader"]
+
+
+def test_while_the_engine_makes_a_new_replys_first_frames_every_listener_with_audio_waits_unless_it_ran_dry():
+    """A reply with no audio yet in the step: listeners that have audio wait, whatever they have left (its next
+    block can come a few steps later), except one already silent for spare_seconds or more."""
+    urgent = UrgentSteps()
+    # spare_seconds 5 (the server's is scheduler.min_slack_seconds, 1 s): wide margins for a slow machine, since the
+    # clocks run in real time. Compiled before the clocks start.
+    codec = CodecWorker(TINY, "", urgent=urgent, spare_seconds=5.0)
+    reader_clock, low_clock, dry_clock = PlaybackClock(), PlaybackClock(), PlaybackClock()
+    reader_clock.wrote(20.0)
+    low_clock.wrote(0.5)  # half a second left: a head start would not hold it back (less than spare_seconds)
+    dry_clock.wrote(1.0, now=time.monotonic() - 11.0)  # its second of audio ran out 10 s ago
+    sinks = {1: Sink("reader", reader_clock), 2: Sink("low", low_clock), 3: Sink("dry", dry_clock),
+             4: Sink("new", PlaybackClock())}
+    Sink.order = []
+    urgent.mark(FIRST_AUDIO)
+    for seq_id, sink in sinks.items():
+        for codes in frames(BLOCK, seq_id):
+            codec.push(seq_id, sink, codes)
+        codec.close(seq_id, sink)
+    codec.start()
+    try:
+        assert sinks[4].done.wait(60) and sinks[3].done.wait(60)
+        assert not sinks[2].done.wait(0.5) and sinks[1].pcm == [] and sinks[2].pcm == []  # held
+        urgent.mark(QUIET)
+        assert sinks[1].done.wait(60) and sinks[2].done.wait(60)
+    finally:
+        urgent.mark(QUIET)
+        codec.stop(10)
+    assert Sink.order == ["new", "dry", "low", "reader"]

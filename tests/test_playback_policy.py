@@ -11,6 +11,7 @@ from wyoming_chorus.engine.blocks import BlockManager
 from wyoming_chorus.engine.playback_policy import PlaybackLimits, PlaybackPolicy
 from wyoming_chorus.engine.scheduler import Scheduler
 from wyoming_chorus.engine.step_cost import StepCost, probe_batches
+from wyoming_chorus.engine.urgent_steps import FIRST_AUDIO, HEAD_START, QUIET, codec_level
 from wyoming_chorus.playback_clock import PlaybackClock
 
 from test_scheduler import FakeRunner, Recorder, make_seq
@@ -122,6 +123,21 @@ def test_a_reply_silent_for_a_head_start_gets_one_again():
     starved = seq_with(2, listener(time, written=30.0, played=36.0))  # its listener has heard nothing for 6 s
     new = seq_with(1, PlaybackClock())
     assert policy(time, slow).skipped([new, starved]) == set()
+
+
+def test_the_codec_level_of_a_step_is_its_most_urgent_reply():
+    """FIRST_AUDIO when a reply in the step has no audio yet, HEAD_START when one has less than head_start_seconds,
+    QUIET otherwise (a request without a listener hurries nobody)."""
+    time = Time()
+    new = seq_with(1, PlaybackClock())
+    starting = seq_with(2, listener(time, written=2.0, played=1.0))
+    reader = seq_with(3, listener(time, written=20.0, played=10.0))
+    offline = seq_with(4, None)
+    p = policy(time)
+    assert codec_level(p, [reader, starting, new]) == FIRST_AUDIO
+    assert codec_level(p, [reader, starting]) == HEAD_START
+    assert codec_level(p, [reader, offline]) == QUIET
+    assert codec_level(p, []) == QUIET
 
 
 # ---- in the scheduler -------------------------------------------------------------------------------------------

@@ -24,13 +24,16 @@ from typing import Protocol
 import numpy as np
 
 from wyoming_chorus.engine.codec_precision import choose_codec_decoder
-from wyoming_chorus.engine.urgent_steps import UrgentSteps
+from wyoming_chorus.engine.urgent_steps import FIRST_AUDIO, HEAD_START, QUIET, UrgentSteps
 from wyoming_chorus.errors import RequestFailed
 from wyoming_chorus.modeldir.manifest import ModelDir
 from wyoming_chorus.playback_clock import PlaybackClock
 
 # Cloned voices whose primed decoder state is kept (the least recently used goes first).
 PRIMED_VOICES = 8
+# While every block the codec thread could decode is held back (engine/urgent_steps.py), it waits this long for new
+# frames at most before it looks at the engine's level again; new frames wake it at once.
+HOLD_POLL_SECONDS = 0.02
 
 
 class AudioSink(Protocol):
@@ -63,8 +66,9 @@ class CodecWorker:
                  on_failure: Callable[[int, Exception], None] | None = None,
                  urgent: UrgentSteps | None = None, spare_seconds: float = 1.0):
         """codec_precision, inference_precision: engine.codec_precision and engine.inference_precision. `urgent`:
-        the engine's flag (playback policy): while it runs a head start's steps, a block whose listener has
-        `spare_seconds` of audio or more left to play waits (engine/urgent_steps.py)."""
+        the engine's level (playback policy): while it makes a new reply's first frames, blocks of listeners that
+        have not run dry for `spare_seconds` wait; while it runs a head start's steps, those of listeners with
+        `spare_seconds` of audio or more left to play wait (engine/urgent_steps.py)."""
         self.choice = choose_codec_decoder(model / "codec_decoder.xml", model.manifest.codebook_size,
                                            codec_precision, inference_precision)
         self._decoder = self.choice.decoder
@@ -118,18 +122,21 @@ class CodecWorker:
 
     def _run(self) -> None:
         stopping = False
+        holding = False  # the most urgent block was held back at the last look
         while True:
             if not stopping:
-                # Wait only when nothing is ready; either way take everything queued now, so that the next block is
-                # the most urgent one the worker knows of.
-                jobs = self._take_jobs(wait=self._next_ready() is None)
+                # Wait only when nothing is ready (or all of it is held back: then briefly); either way take everything
+                # queued now, so that the next block is the most urgent one the worker knows of.
+                jobs = self._take_jobs(wait=holding or self._next_ready() is None,
+                                       timeout=HOLD_POLL_SECONDS if holding else None)
                 if None in jobs:  # stop: the jobs before it are still done, and every chunk they make ready
                     jobs, stopping = jobs[:jobs.index(None)], True
                 for kind, seq_id, sink, payload in jobs:
                     with self._ending_on_failure(seq_id, sink):
                         self._handle(kind, seq_id, sink, payload)
-            hold = not stopping and self._urgent is not None and self._urgent.busy()
-            ready = self._next_ready(hold)
+            level = self._urgent.level if self._urgent is not None and not stopping else QUIET
+            ready = self._next_ready(level)
+            holding = False
             if ready is None:
                 if stopping:
                     return
@@ -137,40 +144,51 @@ class CodecWorker:
             seq_id, stream = ready
             sink = stream.sink
             assert sink is not None
-            if hold and self._spares(sink) and self._urgent is not None:
-                # The engine is making a head start's frames and this listener has audio to spare: let the steps
-                # have the cores, and choose again soon (new frames may have come, or this listener's slack run low).
-                self._urgent.wait_quiet(0.05)
+            if self._held(sink, level):
+                # The engine is making frames a listener waits for, and this one loses little by waiting: let the
+                # steps have the cores, and choose again soon (new frames may have come, or the level dropped).
+                holding = True
                 continue
             # One decoder block, then look at the queue again: a new reply's first frames, come meanwhile, go
-            # before the rest of a read-out's chunk and backlog instead of waiting for them.
+            # before the rest of a read-out's backlog instead of waiting for it.
             with self._ending_on_failure(seq_id, sink):
                 self._decode_block(seq_id, stream, sink)
 
-    def _take_jobs(self, wait: bool) -> list:
+    def _take_jobs(self, wait: bool, timeout: float | None = None) -> list:
         jobs = []
         if wait:
-            jobs.append(self._jobs.get())
+            try:
+                jobs.append(self._jobs.get(timeout=timeout))
+            except queue.Empty:
+                return jobs
         while True:
             try:
                 jobs.append(self._jobs.get_nowait())
             except queue.Empty:
                 return jobs
 
-    def _next_ready(self, hold: bool = False) -> tuple[int, _Stream] | None:
+    def _next_ready(self, level: int = QUIET) -> tuple[int, _Stream] | None:
         """The stream whose block goes next, of those with work (a whole block pending, or an ending): one with no
-        audio yet first; while `hold`, those whose listeners have no audio to spare; then the least slack."""
+        audio yet first; then those the engine's `level` does not hold back; then the least slack."""
         ready = [(seq_id, s) for seq_id, s in self._streams.items() if s.has_work(self._decoder.block_frames)]
 
         def order(item: tuple[int, _Stream]) -> tuple[bool, bool, float]:
             sink = item[1].sink
             urgency = _urgency(sink)
-            return urgency != float("-inf"), hold and self._spares(sink), urgency
+            return urgency != float("-inf"), self._held(sink, level), urgency
 
         return min(ready, key=order, default=None)
 
-    def _spares(self, sink: AudioSink | None) -> bool:
-        return _urgency(sink) >= self._spare_seconds
+    def _held(self, sink: AudioSink | None, level: int) -> bool:
+        """Whether this listener's next block waits while the engine runs at `level`: during a new reply's first
+        frames, unless it has run dry for spare_seconds already; during a head start, if it has spare_seconds or more
+        left to play. A listener with no audio yet never waits."""
+        slack = _urgency(sink)
+        if slack == float("-inf"):
+            return False
+        if level == FIRST_AUDIO:
+            return slack > -self._spare_seconds
+        return level == HEAD_START and slack >= self._spare_seconds
 
     def _decode_block(self, seq_id: int, stream: _Stream, sink: AudioSink) -> None:
         """The stream's next decoder block, its audio to the sink at once; an ending stream's last frames (fewer than

@@ -32,7 +32,7 @@ from wyoming_chorus.engine.sequence import FinishReason, Sequence
 from wyoming_chorus.engine.stats import EngineStats, StepReport
 from wyoming_chorus.engine.step_cost import StepCost, probe_batches
 from wyoming_chorus.engine.step_metrics import StepMetrics, playback_slack
-from wyoming_chorus.engine.urgent_steps import UrgentSteps
+from wyoming_chorus.engine.urgent_steps import UrgentSteps, codec_level
 from wyoming_chorus.errors import QueueFull, RequestFailed
 from wyoming_chorus.metrics import Metrics
 from wyoming_chorus.modeldir.manifest import ModelDir
@@ -70,8 +70,8 @@ class EngineCore:
         self.step_cost = StepCost()
         frame_seconds = model.manifest.samples_per_frame / model.manifest.sample_rate
         self._playback = policy_for(scheduling or SchedulerSettings(), self.step_cost, frame_seconds)
-        # Under the playback policy the codec holds back blocks of listeners with audio to spare while the engine
-        # makes a head start's frames (engine/urgent_steps.py).
+        # Under the playback policy the codec holds back blocks of listeners who lose little by waiting while the
+        # engine makes frames others wait for: a new reply's first, a head start's (engine/urgent_steps.py).
         self._urgent = UrgentSteps() if self._playback is not None else None
         self.codec = CodecWorker(model, settings.codec_precision, settings.inference_precision,
                                  on_failure=self._codec_failed, urgent=self._urgent,
@@ -188,7 +188,7 @@ class EngineCore:
         entries = self._scheduler.schedule()
         preempted = len(self._scheduler.preempted)  # with or without entries: a victim's place goes next time
         if self._urgent is not None and self._playback is not None:  # both exist under the playback policy only
-            self._urgent.mark(any(self._playback.in_first_seconds(entry.seq) for entry in entries))
+            self._urgent.mark(codec_level(self._playback, [entry.seq for entry in entries]))
         if entries:
             report = self._run_batch(entries, preempted)
         else:

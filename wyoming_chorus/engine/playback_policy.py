@@ -80,6 +80,10 @@ class PlaybackPolicy:
         ids = {seq.id for seq in chosen}
         return {seq.id for seq in running if seq.id not in ids}
 
+    def waits_for_first_audio(self, seq: Sequence) -> bool:
+        """Its listener has heard nothing of the reply yet (its first sentence's first block is still to come)."""
+        return seq.clock is not None and seq.clock.written == 0
+
     def in_first_seconds(self, seq: Sequence) -> bool:
         """Its listener waits for the reply's first head_start_seconds (fewer written so far); False without a
         listener (nobody to hurry for)."""

@@ -1,32 +1,48 @@
-"""Whether the engine is making frames for a reply in its head start, so that the codec thread can hold back the
-blocks of listeners who have audio to spare meanwhile (scheduler.policy: playback).
+"""Whether the engine is making frames for replies whose listeners wait for them, so that the codec thread can hold
+back the blocks of listeners who lose little by waiting meanwhile (scheduler.policy: playback).
 
 The engine's steps and the codec's decoding share the CPU's cores: run at once, each runs ~1.5x slower (2 cores,
-0.6b). While a new announcement is in its head start the playback policy gives it steps of its own, yet the codec
-would still be decoding the readers' backlog beside them, although their listeners have seconds of audio buffered
-and lose nothing by waiting. The flag is a state, not a per-step pulse: it stays up from the first step that runs a
-head start to the first one that runs none (or an idle engine), so the codec cannot slip a block into the gap
-between two of the announcement's steps. The engine thread writes it, the codec thread reads it; no lock.
+0.6b). Two levels, the engine's step says which:
+
+- FIRST_AUDIO: a step runs a reply with no audio yet (a new announcement's prompt and first frames). Until its first
+  block is out, every listener that already has audio waits, unless it has run dry for `spare_seconds` or longer:
+  the first sound is what a household waits for (a Voice PE gives up after ~2 s), and a reader's next block coming
+  a few steps later costs it at most that much silence.
+- HEAD_START: a step runs a reply in its head start (less than head_start_seconds written). Listeners with at least
+  `spare_seconds` of audio left wait: they lose nothing by it.
+
+The level is a state, not a per-step pulse: it stays from the first step that runs such a reply to the first one that
+runs none (or an idle engine), so the codec cannot slip a block into the gap between two of the announcement's
+steps. The engine thread writes it, the codec thread reads it; no lock (one int, replaced whole).
 """
 from __future__ import annotations
 
-import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .playback_policy import PlaybackPolicy
+    from .sequence import Sequence
+
+QUIET, HEAD_START, FIRST_AUDIO = 0, 1, 2
 
 
 class UrgentSteps:
     def __init__(self) -> None:
-        self._quiet = threading.Event()
-        self._quiet.set()
+        self._level = QUIET
 
-    def mark(self, urgent: bool) -> None:
-        """Before each step: whether it runs a reply in its head start (False when the engine has nothing to run)."""
-        if urgent:
-            self._quiet.clear()
-        else:
-            self._quiet.set()
+    def mark(self, level: int) -> None:
+        """Before each step: the most urgent reply it runs (QUIET when it runs none, or the engine has nothing)."""
+        self._level = level
 
-    def busy(self) -> bool:
-        return not self._quiet.is_set()
+    @property
+    def level(self) -> int:
+        return self._level
 
-    def wait_quiet(self, timeout: float) -> None:
-        self._quiet.wait(timeout)
+
+def codec_level(policy: PlaybackPolicy, batch: list[Sequence]) -> int:
+    """The level of a step that runs `batch`."""
+    if any(policy.waits_for_first_audio(seq) for seq in batch):
+        return FIRST_AUDIO
+    if any(policy.in_first_seconds(seq) for seq in batch):
+        return HEAD_START
+    return QUIET
