@@ -117,6 +117,22 @@ def test_readers_with_room_join_only_while_the_step_stays_in_real_time():
     assert policy(time).skipped([new, *readers]) == set()  # nothing measured yet: nobody is cut
 
 
+def test_while_a_reply_waits_for_its_first_audio_other_head_starts_join_only_in_real_time():
+    time = Time()
+    slow = cost(b1=0.07, b2=0.09)  # two in a step is slower than real time
+    new = seq_with(1, PlaybackClock())
+    starting = seq_with(2, listener(time, written=1.0, played=0.5))
+    later = seq_with(3, listener(time, written=3.0, played=2.0))
+    assert policy(time, slow).skipped([starting, later, new]) == {2, 3}
+    fits_two = cost(b1=0.03, b2=0.05, b3=0.09)  # one joins: the one with the least audio written
+    assert policy(time, fits_two).skipped([later, starting, new]) == {3}
+    assert policy(time).skipped([starting, later, new]) == set()  # nothing measured yet: nobody is cut
+    # A request without a listener hurries nobody out of a step; nor does a new reply once it has audio.
+    assert policy(time, slow).skipped([starting, later, seq_with(4, None)]) == set()
+    new.clock.wrote(0.32, now=time.now)
+    assert policy(time, slow).skipped([starting, later, new]) == set()
+
+
 def test_a_reply_silent_for_a_head_start_gets_one_again():
     time = Time()
     slow = cost(b1=0.07, b2=0.09)
@@ -164,10 +180,37 @@ def test_a_request_sitting_out_keeps_its_blocks_and_place_and_later_runs_to_its_
     assert blocks.num_used == 0
 
 
+def test_a_new_replys_prompt_runs_without_the_decodes_its_next_steps_would_cut():
+    time = Time()
+    blocks = BlockManager(64, 4)
+    slow = cost(b1=0.07, b2=0.09)  # two in a step is slower than real time
+    sched = Scheduler(blocks, 4, 8, 64, playback=policy(time, slow))
+    rec = Recorder(sched, FakeRunner(blocks, eos_at={1: 8, 2: 3}))
+    starting = seq_with(1, None)
+    sched.add(starting)
+    rec.step()
+    starting.clock = listener(time, written=2.0, played=1.0)  # heard, still in its first 5 s
+    new = seq_with(2, PlaybackClock())
+    sched.add(new)
+    entries, _ = rec.step()
+    assert [e.seq.id for e in entries] == [2]  # its prompt alone: the reader would be cut from its next step
+    assert starting in sched.running and starting.block_table
+    entries, _ = rec.step()
+    assert [e.seq.id for e in entries] == [2]
+    new.clock.wrote(0.32, now=time.now)  # its first audio: the reader rides again
+    entries, _ = rec.step()
+    assert sorted(e.seq.id for e in entries) == [1, 2]
+    rec.run()
+    rec.assert_frames(1, 8)
+    rec.assert_frames(2, 3)
+    assert blocks.num_used == 0
+
+
 class PlaybackMachine(RuleBasedStateMachine):
     """Requests arrive, the loop writes each frame's audio as it is made, time passes, steps run. Blocks and
-    accounting stay exact after every step; a head start is never sat out; a reply silent for a head start runs;
-    and once arrivals stop, every request runs to its end."""
+    accounting stay exact after every step; a reply with no audio yet, or silent for a head start, always runs; one
+    in its head start sits out only while another waits for its first audio; and once arrivals stop, every request
+    runs to its end."""
 
     @initialize(max_running=st.integers(1, 4), slow=st.booleans())
     def setup(self, max_running, slow):
@@ -194,20 +237,24 @@ class PlaybackMachine(RuleBasedStateMachine):
 
     @rule()
     def step(self):
-        head = [s.id for s in self.sched.running if self._in_head_start(s)]
+        before = list(self.sched.running)
         entries, result = self.rec.step()
         ran = {e.seq.id for e in entries}
-        assert set(head) <= ran | {s.id for s in self.sched.preempted}, "a head start sat a step out"
+        batch = before + [e.seq for e in entries if e.seq not in before]  # with the requests that joined
+        first_audio_waits = any(s.clock is not None and s.clock.written == 0 for s in batch)
+        must_run = [s.id for s in before if self._always_runs(s) or (not first_audio_waits and s.clock.written < 5.0)]
+        assert set(must_run) <= ran | {s.id for s in self.sched.preempted}, "a head start sat a step out"
         for seq, _ in result.new_frames:  # the loop writes each frame's audio as soon as it is made
             if seq.clock is not None:
                 seq.clock.wrote(FRAME, now=self.time.now)
         self.time.now += FRAME / 2
 
-    def _in_head_start(self, seq) -> bool:
+    def _always_runs(self, seq) -> bool:
+        """No listener, no audio yet, or silent for a head start."""
         if seq.clock is None:
             return True
         slack = seq.clock.slack(self.time.now)
-        return slack is None or seq.clock.written < 5.0 or slack < -5.0
+        return slack is None or slack < -5.0
 
     @invariant()
     def books_balance(self):

@@ -5,17 +5,21 @@ A listener hears a reply at 1x from its first chunk; what a household feels is h
 step the running requests are taken in this order, while the step's cost allows:
 
 1. *head start*: no audio yet, or less than `head_start_seconds` written (or silent for that long: a reply starved
-   that long starts over, so no request can starve behind a stream of new ones), in admission order;
+   that long starts over, so no request can starve behind a stream of new ones), the least audio written first;
 2. *low slack*: less than `min_slack_seconds` of audio left to play, the reply with the least audio delivered first,
    so that beyond the box's capacity the pauses fall on long read-outs, never on a new announcement's head start;
 3. the rest, least slack first. One with more than `max_slack_seconds` left skips the step (keeping its blocks and
    its place in the batch).
 
 The batch is cut where one more request would make the step slower than real time (a frame's duration per step,
-from the learned StepCost): head-start requests always run; low-slack ones join regardless while no head start is
-running, else only while the step stays real time; the rest only while it stays real time. When that leaves nothing
-to run, every request that is not full runs (an idle box has nothing to save). Requests without a clock (synth, the
-benchmarks) have no listener to pace: they always run, like head-start ones.
+from the learned StepCost). Replies with no audio yet, or starved, always run. The other head starts (some audio, less
+than head_start_seconds) always run too, except while a reply waits for its first audio: then they join only while
+the step stays real time. Their listeners already hear something (or wait for Home Assistant's 5 s anyway), a new
+reply's listener hears nothing, and a Voice PE gives up after ~2 s; the pause lasts a prompt and one decoder block's
+frames. Low-slack ones join regardless while no head start is running, else only while the step stays real time; the
+rest only while it stays real time. When that leaves nothing to run, every request that is not full runs (an idle box
+has nothing to save). Requests without a clock (synth, the benchmarks) have no listener to pace: they always run,
+like a reply with no audio yet, but hurry nobody out of a step.
 """
 from __future__ import annotations
 
@@ -51,26 +55,33 @@ class PlaybackPolicy:
             return set()  # nothing to trade: one request, or none with a listener to pace
         now = self._now()
         limits = self.limits
-        head: list[Sequence] = []
+        first: list[Sequence] = []  # always run: no listener, no audio yet, or silent for a head start
+        head: list[tuple[float, Sequence]] = []  # in their first seconds, with some audio: (audio written, seq)
         low: list[tuple[float, Sequence]] = []  # (audio written, seq)
         rest: list[tuple[float, Sequence]] = []  # (slack, seq)
         full: list[Sequence] = []
         for seq in running:
             if seq.clock is None:
-                head.append(seq)
+                first.append(seq)
                 continue
             slack = seq.clock.slack(now)
-            if slack is None or self.in_first_seconds(seq) or slack < -limits.head_start_seconds:
-                head.append(seq)
+            if slack is None or slack < -limits.head_start_seconds:
+                first.append(seq)
+            elif self.in_first_seconds(seq):
+                head.append((seq.clock.written, seq))
             elif slack < limits.min_slack_seconds:
                 low.append((seq.clock.written, seq))
             elif slack > limits.max_slack_seconds:
                 full.append(seq)
             else:
                 rest.append((slack, seq))
-        chosen = list(head)
+        someone_waits_for_first_audio = any(self.waits_for_first_audio(seq) for seq in first)
+        chosen = list(first)
+        for _, seq in sorted(head, key=lambda item: item[0]):
+            if not someone_waits_for_first_audio or self._real_time(len(chosen) + 1):
+                chosen.append(seq)
         for _, seq in sorted(low, key=lambda item: item[0]):
-            if not head or self._real_time(len(chosen) + 1):
+            if not (first or head) or self._real_time(len(chosen) + 1):
                 chosen.append(seq)
         for _, seq in sorted(rest, key=lambda item: item[0]):
             if self._real_time(len(chosen) + 1):

@@ -111,7 +111,9 @@ class Scheduler:
         request awaiting text runs no step, so update() takes it out of the batch once it has computed all it can; it
         keeps its blocks while the pool has room and is the first to lose them, and it takes only free places and
         blocks, never preempting, so silent streams can hold neither the batch nor the pool against requests that can
-        run. An entry emits a frame when its chunk reaches the request's last row."""
+        run. Under the playback policy, requests that join are asked about too: those it would sit out for them leave
+this step as well (their blocks stay), so that a new reply's prompt is not computed beside decodes that would be
+cut from its next step. An entry emits a frame when its chunk reaches the request's last row."""
         self.preempted = []
         self._make_room_for_urgent()
         entries: list[ScheduledEntry] = []
@@ -133,7 +135,11 @@ class Scheduler:
                 entries.append(self._entry(seq, num_new))
                 budget = self._budget_left(seq, seq.num_computed, num_new, budget)
         if not self.preempted and (self.policy is Policy.CONTINUOUS or not self.running):
+            decodes = len(entries)
             self._admit(entries, budget)
+            if self.playback is not None and len(entries) > decodes:
+                late = self.playback.skipped(self.running) - sitting_out
+                entries = [e for i, e in enumerate(entries) if i >= decodes or e.seq.id not in late]
         return entries
 
     def _admit(self, entries: list[ScheduledEntry], budget: int) -> None:
