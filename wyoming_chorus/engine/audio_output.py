@@ -78,6 +78,10 @@ class CodecWorker:
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._streams: dict[int, _Stream] = {}
         self._failed: set[int] = set()  # requests whose decoding failed: their frames still queued are dropped
+        # Requests whose first block has been handed over (or whose decoding failed), until their stream ends: the
+        # engine thread reads it (set membership, atomic) to hold its steps while a first block waits here.
+        self._first_out: set[int] = set()
+        self._block_out = threading.Event()  # set whenever a request joins _first_out
         # In-context clones: the decoder's state after a clip's codes, by the codes' digest, so that a voice's later
         # requests start from it instead of decoding the clip again (~5 MB each at real dims; the few most recent).
         self._primed: OrderedDict[bytes, list[np.ndarray]] = OrderedDict()
@@ -95,6 +99,24 @@ class CodecWorker:
     def stop(self, timeout: float) -> None:
         self._jobs.put(None)
         self._thread.join(timeout)
+
+    @property
+    def block_frames(self) -> int:
+        """Frames per decoder block: a request's first audio needs this many (or its end)."""
+        return self._decoder.block_frames
+
+    # Called from the engine thread: engine/first_audio_hold.py.
+    def first_block_out(self, seq_id: int) -> bool:
+        """Whether the request's first block has been handed to its sink (or its decoding failed)."""
+        return seq_id in self._first_out
+
+    def clear_block_signal(self) -> None:
+        """Before the engine looks at first_block_out: a block handed over after that sets the signal again."""
+        self._block_out.clear()
+
+    def wait_for_a_first_block(self, timeout: float) -> None:
+        """Until some request's first block is handed over (since clear_block_signal), or `timeout` seconds."""
+        self._block_out.wait(timeout)
 
     # Called from the engine thread (prime: when the request is added, before its first step); the work happens on
     # the codec thread, in order.
@@ -196,12 +218,19 @@ class CodecWorker:
         whenever the frames came, so the audio never depends on timing."""
         if not stream.pending:  # ending, everything decoded
             del self._streams[seq_id]
+            self._first_out.discard(seq_id)
             sink.finish()
             return
         frames = min(self._decoder.block_frames, len(stream.pending))
         pcm = self._decoder.push(stream.state, np.stack(stream.pending[:frames]))
         del stream.pending[:frames]
         sink.put(pcm16(pcm))
+        self._mark_first_out(seq_id)
+
+    def _mark_first_out(self, seq_id: int) -> None:
+        if seq_id not in self._first_out:
+            self._first_out.add(seq_id)
+            self._block_out.set()
 
     @contextlib.contextmanager
     def _ending_on_failure(self, seq_id: int, sink: AudioSink) -> Iterator[None]:
@@ -214,6 +243,7 @@ class CodecWorker:
                 sink.fail(error)
             else:
                 self._failed.add(seq_id)
+                self._mark_first_out(seq_id)  # no block will come: the engine must not wait for one
                 self._on_failure(seq_id, error)
 
     def _handle(self, kind: str, seq_id: int, sink: AudioSink, payload) -> None:
@@ -245,6 +275,7 @@ class CodecWorker:
             live.sink, live.closing = sink, True  # decoded in its listener's turn (_run), then finished
             return
         self._streams.pop(seq_id, None)
+        self._first_out.discard(seq_id)  # its last job
         if kind == "close":
             sink.finish()
         elif kind == "fail":

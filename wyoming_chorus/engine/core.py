@@ -23,6 +23,7 @@ from wyoming_chorus.config import EngineSettings, SchedulerSettings
 from wyoming_chorus.engine.audio_output import AudioSink, CodecWorker
 from wyoming_chorus.engine.blocks import BlockManager
 from wyoming_chorus.engine.device import available_devices, cpu_facts, resolve_device
+from wyoming_chorus.engine.first_audio_hold import FirstAudioHold
 from wyoming_chorus.engine.lm_precision import lm_precision
 from wyoming_chorus.engine.messages import Abort, Add, CheckIntegrity, CodecFailed, FeedText, Message, Promote, Stop
 from wyoming_chorus.engine.playback_policy import policy_for
@@ -76,6 +77,8 @@ class EngineCore:
         self.codec = CodecWorker(model, settings.codec_precision, settings.inference_precision,
                                  on_failure=self._codec_failed, urgent=self._urgent,
                                  spare_seconds=self._playback.limits.min_slack_seconds if self._playback else 1.0)
+        # ... and the engine steps aside while a reply's first block waits at the codec (engine/first_audio_hold.py).
+        self._hold = FirstAudioHold(self.codec, self._playback.waits_for_first_audio) if self._playback else None
         self._observer = StepMetrics(self.metrics, self.step_cost, frame_seconds, settings.max_batch)
         self._max_batch = settings.max_batch
         # Owned by whoever steps (the engine thread once started): the scheduler and its block pool, the sink of
@@ -238,6 +241,9 @@ class EngineCore:
             while not (self._stopping and not self._scheduler.has_work()):
                 if idle:
                     self._wait_for_message()
+                elif self._hold is not None and self._hold.wait(
+                        seq for seq in self._scheduler.running if self._sinks.get(seq.id) is not None):
+                    continue
                 report = self.step()
                 self._observer.observe(report, self._stats, self._scheduler.requests.values())
                 idle = not report.batch and not report.preempted

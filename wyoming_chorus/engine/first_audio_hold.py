@@ -1,0 +1,67 @@
+"""The engine steps aside while a reply's first block waits at the codec thread (scheduler.policy: playback).
+
+A reply's first sound needs its first decoder block (4 frames) decoded. The engine's steps and the codec's blocks
+share the CPU's cores, and at once each runs ~1.5x slower (2 cores, 0.6b): a first block decoded beside a step takes
+~100 ms instead of ~60. When several rooms start together their first blocks come due together, and each one's sound
+waits for the blocks before it: eight of them beside the steps of eight took 0.1-0.12 s apiece. So while a reply
+whose listener has heard nothing has its first block made and not yet decoded, the engine does not step: it waits for
+the codec to hand that block over, then looks again. A burst's last first sound comes sooner by the cores the steps
+would have taken. The others lose about one block's decoding per new reply, once (its first block only), which the
+codec would have spent on the cores beside them anyway.
+
+The wait is bounded (`max_seconds` in a row, then the engine steps until the block is out), so a codec that is stuck
+or gone cannot stop generation; messages sent meanwhile are read at the next step.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import Protocol
+
+from .sequence import Sequence
+
+# How long the engine waits in a row for first blocks before it steps anyway: eight first blocks of the 0.6b codec on
+# 2 cores take ~0.5 s.
+MAX_HOLD_SECONDS = 1.0
+# Each wait ends after this long at most, to look at the requests again (one may have ended meanwhile).
+WAIT_SECONDS = 0.1
+
+
+class FirstBlocks(Protocol):
+    """The codec thread's side (engine/audio_output.CodecWorker)."""
+
+    @property
+    def block_frames(self) -> int: ...
+    def first_block_out(self, seq_id: int) -> bool: ...
+    def clear_block_signal(self) -> None: ...
+    def wait_for_a_first_block(self, timeout: float) -> None: ...
+
+
+class FirstAudioHold:
+    def __init__(self, codec: FirstBlocks, waits_for_first_audio: Callable[[Sequence], bool],
+                 max_seconds: float = MAX_HOLD_SECONDS, now: Callable[[], float] = time.monotonic):
+        """`waits_for_first_audio(seq)`: its listener has heard nothing of the reply yet (the playback policy's)."""
+        self._codec = codec
+        self._waits = waits_for_first_audio
+        self._max_seconds = max_seconds
+        self._now = now
+        self._since: float | None = None  # when the current run of waits began
+
+    def wait(self, running: Iterable[Sequence]) -> bool:
+        """Waits (once, briefly) if a first block the listener waits for is at the codec; True if it waited. The
+        caller loops: it steps only once this says False. `running`: the requests with a sink (audio to make)."""
+        self._codec.clear_block_signal()  # before the look: a block handed over after it wakes the wait below
+        if not any(self._first_block_due(seq) for seq in running):
+            self._since = None
+            return False
+        now = self._now()
+        if self._since is None:
+            self._since = now
+        elif now - self._since >= self._max_seconds:
+            return False  # waited long enough: step until the block is out (the run ends when it is)
+        self._codec.wait_for_a_first_block(WAIT_SECONDS)
+        return True
+
+    def _first_block_due(self, seq: Sequence) -> bool:
+        return (len(seq.frames) >= self._codec.block_frames and self._waits(seq)
+                and not self._codec.first_block_out(seq.id))
