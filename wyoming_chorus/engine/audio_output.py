@@ -114,9 +114,10 @@ class CodecWorker:
         """Before the engine looks at first_block_out: a block handed over after that sets the signal again."""
         self._block_out.clear()
 
-    def wait_for_a_first_block(self, timeout: float) -> None:
-        """Until some request's first block is handed over (since clear_block_signal), or `timeout` seconds."""
-        self._block_out.wait(timeout)
+    def wait_for_a_first_block(self, timeout: float) -> bool:
+        """Until some request's first block is handed over (since clear_block_signal), or `timeout` seconds; whether
+        one was."""
+        return self._block_out.wait(timeout)
 
     # Called from the engine thread (prime: when the request is added, before its first step); the work happens on
     # the codec thread, in order.

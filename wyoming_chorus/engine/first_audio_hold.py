@@ -9,8 +9,10 @@ the codec to hand that block over, then looks again. A burst's last first sound 
 would have taken. The others lose about one block's decoding per new reply, once (its first block only), which the
 codec would have spent on the cores beside them anyway.
 
-The wait is bounded (`max_seconds` in a row, then the engine steps until the block is out), so a codec that is stuck
-or gone cannot stop generation; messages sent meanwhile are read at the next step.
+The wait is bounded by the codec's progress: after `max_seconds` with no first block handed over, the engine steps
+until the block is out, so a codec that is stuck or gone cannot stop generation. A codec that keeps handing first
+blocks over keeps the engine waiting while more are due (AVX2 in f32: eight first blocks take ~1.5 s, and a cap on
+the whole run let a step at batch 1 run beside the last block). Messages sent meanwhile are read at the next step.
 """
 from __future__ import annotations
 
@@ -20,8 +22,8 @@ from typing import Protocol
 
 from .sequence import Sequence
 
-# How long the engine waits in a row for first blocks before it steps anyway: eight first blocks of the 0.6b codec on
-# 2 cores take ~0.5 s.
+# How long the engine waits with no first block handed over before it steps anyway: one first block of the 0.6b codec
+# on 2 cores takes 0.07 s (bf16) to 0.2 s (f32, AVX2).
 MAX_HOLD_SECONDS = 1.0
 # Each wait ends after this long at most, to look at the requests again (one may have ended meanwhile).
 WAIT_SECONDS = 0.1
@@ -34,7 +36,7 @@ class FirstBlocks(Protocol):
     def block_frames(self) -> int: ...
     def first_block_out(self, seq_id: int) -> bool: ...
     def clear_block_signal(self) -> None: ...
-    def wait_for_a_first_block(self, timeout: float) -> None: ...
+    def wait_for_a_first_block(self, timeout: float) -> bool: ...
 
 
 class FirstAudioHold:
@@ -45,7 +47,7 @@ class FirstAudioHold:
         self._waits = waits_for_first_audio
         self._max_seconds = max_seconds
         self._now = now
-        self._since: float | None = None  # when the current run of waits began
+        self._since: float | None = None  # when the current run of waits began, or last saw a first block out
 
     def wait(self, running: Iterable[Sequence]) -> bool:
         """Waits (once, briefly) if a first block the listener waits for is at the codec; True if it waited. The
@@ -58,8 +60,9 @@ class FirstAudioHold:
         if self._since is None:
             self._since = now
         elif now - self._since >= self._max_seconds:
-            return False  # waited long enough: step until the block is out (the run ends when it is)
-        self._codec.wait_for_a_first_block(WAIT_SECONDS)
+            return False  # no block out for that long: step until the due one is out (the run ends when it is)
+        if self._codec.wait_for_a_first_block(WAIT_SECONDS):
+            self._since = self._now()  # the codec is getting on: the bound counts from here
         return True
 
     def _first_block_due(self, seq: Sequence) -> bool:
