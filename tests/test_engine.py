@@ -128,8 +128,9 @@ async def test_first_audio_leaves_after_four_frames(engine):
 
 
 async def test_preemption_recomputes_without_delivering_a_frame_twice():
-    # 6 blocks of 32 rows: two tiny requests fit while prefilling, not while both grow, so one is preempted
-    engine = Speech(TINY, EngineSettings(max_cache_blocks=6, max_batch=4))
+    # 5 blocks of 32 rows: three tiny requests (a dozen prompt rows, up to 50 frames each) fit while prefilling,
+    # not while all grow, so one is preempted
+    engine = Speech(TINY, EngineSettings(max_cache_blocks=5, max_batch=4))
     engine.start()
     try:
         results = await asyncio.gather(*(collect(engine, t, seed=i) for i, t in
@@ -145,7 +146,8 @@ async def test_preemption_recomputes_without_delivering_a_frame_twice():
 
 
 async def test_a_request_larger_than_the_pool_fails_alone():
-    engine = Speech(TINY, EngineSettings(max_cache_blocks=4, max_frames=100))
+    # 4 blocks of 32 rows: a reply of 200 frames cannot fit, one of "Hi." (41 frames at most) can.
+    engine = Speech(TINY, EngineSettings(max_cache_blocks=4, max_frames=200, random_model_frames=200))
     engine.start()
     try:
         huge, small = await asyncio.gather(
@@ -254,6 +256,24 @@ def test_the_benchmark_setting_ends_a_random_models_reply_at_a_natural_length(pe
     # Off (the default), the random-model cap applies whatever the text.
     assert RequestBuilder(requests.model, EngineSettings()).build(text, seed=0).frame_cap <= 50
 
+
+def test_the_streaming_prompt_layout_moves_a_whole_texts_tokens_out_of_the_prompt():
+    """engine.prompt_layout: streaming gives a complete text the prompt a streamed one starts with (one text token)
+    and the rest of its tokens as the frames' text rows, ending with tts_eos; the reference layout has them all up
+    front. The same text, rows for rows: only where they go differs."""
+    model = ModelDir(resolve_model("builtin:tiny"))
+    whole = RequestBuilder(model, EngineSettings(prompt_layout="reference")).build(LONG, seed=0)
+    streaming = RequestBuilder(model, EngineSettings(prompt_layout="streaming")).build(LONG, seed=0)
+    tokens = RequestBuilder(model, EngineSettings()).prompts.build(LONG).n_text_tokens
+    assert tokens > 10
+    assert len(whole.trailing_text) == 0
+    # Up front: the text's tokens and tts_eos, and the start row; streaming: only the first token, on the start row.
+    assert whole.num_prompt_rows - streaming.num_prompt_rows == tokens + 1
+    assert len(streaming.trailing_text) == tokens  # tokens 2..n and tts_eos
+    assert not streaming.text_open  # nothing more will come: it never waits for text
+    shared = streaming.num_prompt_rows - 1  # the role and tag rows
+    np.testing.assert_array_equal(streaming.rows(0, shared), whole.rows(0, shared))
+    assert whole.frame_cap == streaming.frame_cap
 
 # ---- issue 15: silent streams, a stream that outgrows the pool, preemptions without a step ----------------------
 

@@ -153,8 +153,10 @@ def reference_runs(models):
 def engines(models):
     started = {}
     for name, model in models.items():
+        # The reference's generate_custom_voice / generate_voice_design layout (the whole text up front), which
+        # reference_runs make; the server's default layout is checked on its own below.
         settings = EngineSettings(model=str(model.dir), device="CPU", greedy=True, kv_precision="f32",
-                                  inference_precision="f32", max_frames=FRAMES)
+                                  inference_precision="f32", max_frames=FRAMES, prompt_layout="reference")
         voices = VoicesSettings(design=(DesignVoice("calm", INSTRUCT),) if name == "voice_design" else ())
         started[name] = Speech(ModelDir(model.dir), settings, voices=voices)
         started[name].start()
@@ -335,6 +337,29 @@ def test_streamed_text_codes_match_the_reference_streaming_layout(engines, model
     np.testing.assert_array_equal(codes, run.codes)
 
 
+def test_a_whole_text_under_the_streaming_prompt_layout_makes_the_reference_streaming_codes(models):
+    """engine.prompt_layout: streaming (the default) speaks a complete text (one synthesize) in the reference's
+    non_streaming_mode=False layout: the same codes as its generate, and not the whole-text layout's."""
+    case = STREAMED["serena"]
+    model = models[case.model]
+    text = normalize(case.text, case.language)
+    run = reference.generate(model.reference, text, FRAMES, speaker=case.speaker,
+                             language=_LANGUAGE_NAMES[case.language], non_streaming_mode=False)
+    assert min(run.margins) >= MIN_MARGIN, "a near-tie: choose another text (see the module doc)"
+    settings = EngineSettings(model=str(model.dir), device="CPU", greedy=True, kv_precision="f32",
+                              inference_precision="f32", max_frames=FRAMES, prompt_layout="streaming")
+    engine = Speech(ModelDir(model.dir), settings)
+    engine.start()
+    try:
+        codes, _ = synthesize(engine, case)
+    finally:
+        engine.stop()
+    np.testing.assert_array_equal(codes, run.codes)
+    whole = reference.generate(model.reference, text, FRAMES, speaker=case.speaker,
+                               language=_LANGUAGE_NAMES[case.language])
+    assert not np.array_equal(whole.codes, run.codes)  # the two layouts differ, so the check above can fail
+
+
 # ---- (c) audio ---------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["ryan", "designed"])
@@ -354,7 +379,7 @@ def test_pcm_matches_reference(engines, reference_runs, name):
 def test_cli_synth_matches_reference(custom_voice, reference_runs, tmp_path):
     case = CASES["ryan"]
     config = tmp_path / "config.yaml"
-    config.write_text(f"engine:\n  max_frames: {FRAMES}\n")
+    config.write_text(f"engine:\n  max_frames: {FRAMES}\n  prompt_layout: reference\n")
     command = [sys.executable, "-m", "wyoming_chorus", "synth", case.text, "-o", str(tmp_path / "out.wav"),
                "--model", str(custom_voice.dir), "--voice", case.voice, "--greedy", "--kv-precision", "f32",
                "--save-codes", str(tmp_path / "codes.npy"), "--config", str(config), "--device", "CPU"]

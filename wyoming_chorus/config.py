@@ -103,6 +103,7 @@ class EngineSettings:
     greedy: bool = _setting(False, check.boolean)
     share_identical: bool = _setting(True, check.boolean)
     prefix_caching: bool = _setting(True, check.boolean)
+    prompt_layout: str = _setting("streaming", check.one_of("streaming", "reference"))
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,9 @@ class RunnerOptions:
     kv_cache_bytes: int = 256 << 20
 
 
+_NEVER = 1 << 62  # min_new_tokens no reply reaches
+
+
 class PagedRunner:
     """Owns the native runner of one model directory."""
 
@@ -35,7 +38,10 @@ class PagedRunner:
         device = check_device(options.device, options.kv_precision, options.inference_precision)
         manifest, embeddings = model.manifest, model.embeddings
         self.eos_id = manifest.eos_id
-        self.min_new_tokens = manifest.min_new_tokens
+        # Random weights make noise, not speech: such a model's replies end at their frame cap (random_model_frames,
+        # or a benchmark's natural length), never at an end-of-speech code drawn by chance, so a test or benchmark
+        # gets replies as long as it asked for, whatever the sampling (and the prompt layout) draws.
+        self.min_new_tokens = _NEVER if manifest.random_weights else manifest.min_new_tokens
         self._native = _native.Runner(
             str(model / "talker.xml"),
             str(model / "code_predictor.xml"),

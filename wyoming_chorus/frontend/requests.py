@@ -34,7 +34,10 @@ class RequestBuilder:
         self.model = model
         self.settings = settings
         self.voices = Voices(model, voices or VoicesSettings())
-        self.prompts = PromptBuilder(model)
+        # engine.prompt_layout: streaming puts one text token in the prompt and feeds the rest one per frame (the
+        # reference's non_streaming_mode=False) for every request, so a prompt costs the same few rows whatever its
+        # text; reference keeps each voice kind's default of the reference's generate_* (frontend/prompt.py).
+        self.prompts = PromptBuilder(model, non_streaming_mode=settings.prompt_layout == "reference")
         # Base: cloned voices speak with their clip's speaker embedding (computed on first use, then cached).
         self._embeddings = SpeakerEmbeddings(model) if model.has("speaker_encoder.xml") else None
         # ... and, when the voice has the clip's transcript, the clip's codes (in-context cloning).
