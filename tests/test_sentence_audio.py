@@ -15,7 +15,7 @@ from wyoming_chorus.wyoming.playback import sentence_audio
 
 TINY = model_dir(EngineSettings())  # the built-in tiny model, resolved once
 # 5, 3 and 8 words: 25, 15 and 40 frames (engine.benchmark_frames_per_word 5), so each sentence's chunks have a
-# pattern of their own (its last block is short by a different count) and the reply's chunks show the order.
+# pattern of their own (a last block of 1 frame, of 3, none short) and the reply's chunks show the order.
 SENTENCES = ["The kitchen timer has finished.", "Dinner is ready.", "Please come to the dining room table now."]
 
 
