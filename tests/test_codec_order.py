@@ -12,7 +12,7 @@ from wyoming_chorus.app import model_dir
 from wyoming_chorus.config import EngineSettings
 from wyoming_chorus.engine.audio_output import CodecWorker
 from wyoming_chorus.engine.streaming_codec import SAMPLES_PER_FRAME
-from wyoming_chorus.engine.urgent_steps import CLOSING, FIRST_AUDIO, HEAD_START, QUIET, UrgentSteps
+from wyoming_chorus.engine.urgent_steps import FIRST_AUDIO, HEAD_START, QUIET, UrgentSteps
 from wyoming_chorus.playback_clock import PlaybackClock
 
 TINY = model_dir(EngineSettings())
@@ -257,30 +257,3 @@ def test_while_the_engine_makes_a_new_replys_first_frames_every_listener_with_au
         urgent.mark(QUIET)
         codec.stop(10)
     assert Sink.order == ["new", "dry", "low", "reader"]
-
-
-def test_a_short_replys_blocks_go_before_other_head_starts_blocks():
-    """A short reply (its last sentence in the engine, under head_start_seconds written) is heard through Home
-    Assistant's conversion at its end; a read-out that has begun is heard only at 5 s. So between the two, the short
-    reply's blocks go first, although the read-out has less slack; past their head starts, least slack first."""
-    urgent = UrgentSteps()
-    codec = CodecWorker(TINY, "", urgent=urgent, spare_seconds=1.0, head_start_seconds=5.0)
-    short_clock, reading_clock, low_clock = PlaybackClock(), PlaybackClock(), PlaybackClock()
-    short_clock.wrote(0.32)
-    short_clock.text_complete = True
-    reading_clock.wrote(0.64, now=time.monotonic() - 1.0)  # began 1 s ago: silent for 0.36 s so far
-    low_clock.wrote(8.0, now=time.monotonic() - 7.5)  # past its head start, half a second left
-    sinks = {1: Sink("reading", reading_clock), 2: Sink("low", low_clock), 3: Sink("short", short_clock)}
-    Sink.order = []
-    urgent.mark(CLOSING)
-    for seq_id, sink in sinks.items():
-        for codes in frames(2 * BLOCK, seq_id):
-            codec.push(seq_id, sink, codes)
-        codec.close(seq_id, sink)
-    codec.start()
-    try:
-        assert all(sink.done.wait(60) for sink in sinks.values())
-    finally:
-        urgent.mark(QUIET)
-        codec.stop(10)
-    assert Sink.order == ["short", "short", "reading", "reading", "low", "low"]

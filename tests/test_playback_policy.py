@@ -11,7 +11,7 @@ from wyoming_chorus.engine.blocks import BlockManager
 from wyoming_chorus.engine.playback_policy import PlaybackLimits, PlaybackPolicy
 from wyoming_chorus.engine.scheduler import Scheduler
 from wyoming_chorus.engine.step_cost import StepCost, probe_batches
-from wyoming_chorus.engine.urgent_steps import CLOSING, FIRST_AUDIO, HEAD_START, QUIET, codec_level
+from wyoming_chorus.engine.urgent_steps import FIRST_AUDIO, HEAD_START, QUIET, codec_level
 from wyoming_chorus.playback_clock import PlaybackClock
 
 from test_scheduler import FakeRunner, Recorder, make_seq
@@ -133,54 +133,17 @@ def test_while_a_reply_waits_for_its_first_audio_other_head_starts_join_only_in_
     assert policy(time, slow).skipped([starting, later, new]) == set()
 
 
-def test_while_a_short_reply_is_in_its_head_start_read_outs_in_theirs_join_only_in_real_time():
-    """Home Assistant's conversion releases a reply at 5 s of audio or at its end: a short reply whose last sentence
-    is in the engine is heard once it is made, a read-out that has just begun only at 5 s, whoever rides with whom.
-    So the short one's steps are not slowed by read-outs in their head starts, unless the step stays real time."""
-    time = Time()
-    slow = cost(b1=0.07, b2=0.09)  # two in a step is slower than real time
-    short = seq_with(1, listener(time, written=0.32, played=0.1))
-    short.clock.text_complete = True
-    reading = seq_with(2, listener(time, written=0.64, played=0.5))
-    later = seq_with(3, listener(time, written=1.28, played=1.0))
-    assert policy(time, slow).skipped([reading, later, short]) == {2, 3}
-    fits_two = cost(b1=0.03, b2=0.05, b3=0.09)  # one joins: the one with the least audio written
-    assert policy(time, fits_two).skipped([later, reading, short]) == {3}
-    # A reader past its head start with little left waits too, as it does beside any head start.
-    low = seq_with(6, listener(time, written=8.0, played=7.5))
-    assert policy(time, slow).skipped([low, short]) == {6}
-    # One silent for a whole head start runs again.
-    starved = seq_with(4, listener(time, written=0.64, played=6.0))
-    assert policy(time, slow).skipped([reading, starved, short]) == {2}
-    # Past its head start, with 2 s left to play, the short reply is the one to wait.
-    short.clock = listener(time, written=6.0, played=4.0)
-    short.clock.text_complete = True
-    assert policy(time, slow).skipped([reading, later, short]) == {1}
-    # A reply whose text may go on (a streamed one before its end, a read-out's first sentences) cuts nobody.
-    other = seq_with(5, listener(time, written=0.32, played=0.1))
-    assert policy(time, slow).skipped([reading, later, other]) == set()
-
-
 def test_a_reply_silent_for_a_head_start_gets_one_again():
     time = Time()
     slow = cost(b1=0.07, b2=0.09)
-    """Whatever else runs: a short reply's head start, other head starts, readers with less audio delivered. Only a
-    new reply's first audio (a prompt and one decoder block) goes before it, unless the step stays real time."""
     starved = seq_with(2, listener(time, written=30.0, played=36.0))  # its listener has heard nothing for 6 s
-    short = seq_with(1, listener(time, written=0.32, played=0.1))
-    short.clock.text_complete = True
-    starting = seq_with(3, listener(time, written=1.0, played=0.5))
-    low = seq_with(4, listener(time, written=6.0, played=5.5))
-    assert policy(time, slow).skipped([short, starting, low, starved]) == {3, 4}
-    new = seq_with(5, PlaybackClock())
-    assert policy(time, slow).skipped([new, starved]) == {2}
-    assert policy(time, cost(b1=0.03, b2=0.05)).skipped([new, starved]) == set()
+    new = seq_with(1, PlaybackClock())
+    assert policy(time, slow).skipped([new, starved]) == set()
 
 
 def test_the_codec_level_of_a_step_is_its_most_urgent_reply():
-    """FIRST_AUDIO when a reply in the step has no audio yet, CLOSING when a short reply (its last sentence in the
-    engine) has less than head_start_seconds, HEAD_START when another one has, QUIET otherwise (a request without a
-    listener hurries nobody)."""
+    """FIRST_AUDIO when a reply in the step has no audio yet, HEAD_START when one has less than head_start_seconds,
+    QUIET otherwise (a request without a listener hurries nobody)."""
     time = Time()
     new = seq_with(1, PlaybackClock())
     starting = seq_with(2, listener(time, written=2.0, played=1.0))
@@ -189,10 +152,6 @@ def test_the_codec_level_of_a_step_is_its_most_urgent_reply():
     p = policy(time)
     assert codec_level(p, [reader, starting, new]) == FIRST_AUDIO
     assert codec_level(p, [reader, starting]) == HEAD_START
-    short = seq_with(5, listener(time, written=1.0, played=0.5))
-    short.clock.text_complete = True
-    assert codec_level(p, [reader, starting, short]) == CLOSING
-    assert codec_level(p, [short, new]) == FIRST_AUDIO
     assert codec_level(p, [reader, offline]) == QUIET
     assert codec_level(p, []) == QUIET
 
@@ -249,9 +208,9 @@ def test_a_new_replys_prompt_runs_without_the_decodes_its_next_steps_would_cut()
 
 class PlaybackMachine(RuleBasedStateMachine):
     """Requests arrive, the loop writes each frame's audio as it is made, time passes, steps run. Blocks and
-    accounting stay exact after every step; a reply with no audio yet always runs; one silent for a head start, or a
-    short reply in its head start, sits out only while another waits for its first audio, another head start also
-    while a short one runs; and once arrivals stop, every request runs to its end."""
+    accounting stay exact after every step; a reply with no audio yet, or silent for a head start, always runs; one
+    in its head start sits out only while another waits for its first audio; and once arrivals stop, every request
+    runs to its end."""
 
     @initialize(max_running=st.integers(1, 4), slow=st.booleans())
     def setup(self, max_running, slow):
@@ -264,11 +223,9 @@ class PlaybackMachine(RuleBasedStateMachine):
         self.next_id = 1
         self.frames_wanted: dict[int, int] = {}
 
-    @rule(frames=st.integers(1, 40), paced=st.booleans(), short=st.booleans())
-    def arrive(self, frames, paced, short):
+    @rule(frames=st.integers(1, 40), paced=st.booleans())
+    def arrive(self, frames, paced):
         seq = seq_with(self.next_id, PlaybackClock() if paced else None)
-        if seq.clock is not None:
-            seq.clock.text_complete = short  # its reply's last sentence: heard through the conversion at its end
         self.rec.runner.eos_at[seq.id] = frames
         if self.sched.add(seq):
             self.frames_wanted[seq.id] = frames
@@ -285,20 +242,19 @@ class PlaybackMachine(RuleBasedStateMachine):
         ran = {e.seq.id for e in entries}
         batch = before + [e.seq for e in entries if e.seq not in before]  # with the requests that joined
         first_audio_waits = any(s.clock is not None and s.clock.written == 0 for s in batch)
-        short_heard_soon = any(self.policy.closing(s) for s in batch)
-        must_run = [s.id for s in before if s.clock is None or s.clock.written == 0
-                    or (not first_audio_waits and (self._starved(s) or self.policy.closing(s)))
-                    or (not (first_audio_waits or short_heard_soon) and s.clock.written < 5.0)]
+        must_run = [s.id for s in before if self._always_runs(s) or (not first_audio_waits and s.clock.written < 5.0)]
         assert set(must_run) <= ran | {s.id for s in self.sched.preempted}, "a head start sat a step out"
         for seq, _ in result.new_frames:  # the loop writes each frame's audio as soon as it is made
             if seq.clock is not None:
                 seq.clock.wrote(FRAME, now=self.time.now)
         self.time.now += FRAME / 2
 
-    def _starved(self, seq) -> bool:
-        """Silent for a head start."""
+    def _always_runs(self, seq) -> bool:
+        """No listener, no audio yet, or silent for a head start."""
+        if seq.clock is None:
+            return True
         slack = seq.clock.slack(self.time.now)
-        return slack is not None and slack < -5.0
+        return slack is None or slack < -5.0
 
     @invariant()
     def books_balance(self):

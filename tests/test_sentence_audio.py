@@ -9,7 +9,6 @@ from wyoming.tts import SynthesizeVoice
 from wyoming_chorus.app import model_dir
 from wyoming_chorus.config import EngineSettings
 from wyoming_chorus.errors import InvalidText
-from wyoming_chorus.playback_clock import PlaybackClock
 from wyoming_chorus.speech.api import Request
 from wyoming_chorus.speech.speech import Speech
 from wyoming_chorus.wyoming.playback import sentence_audio
@@ -55,22 +54,6 @@ async def test_audio_is_in_order_and_the_next_sentence_overlaps(engine):
     expected = [len(chunk) for text in SENTENCES for chunk in await _chunks(engine, text)]
     assert sizes == expected
     assert len(set(map(tuple, _split(expected)))) == len(SENTENCES)  # patterns that tell the sentences apart
-
-
-async def test_the_clock_learns_when_the_replys_last_sentence_is_in_the_engine(engine):
-    """The playback policy hurries a short reply's head start (Home Assistant hears it at its end); a reply is short
-    for it once its last sentence has gone to the engine: at once for one sentence, only at the last for three."""
-    one = PlaybackClock()
-    chunks = sentence_audio(engine, _sentences(SENTENCES[:1]), SynthesizeVoice(), clock=one)
-    await anext(chunks)
-    assert one.text_complete
-    await chunks.aclose()
-    three = PlaybackClock()
-    complete_at = []
-    async for _ in sentence_audio(engine, _sentences(SENTENCES), SynthesizeVoice(), clock=three):
-        complete_at.append(three.text_complete)
-    assert complete_at[0] is False and complete_at[-1] is True  # the third opens once the first has been heard
-    assert three.text_complete
 
 
 def _split(sizes: list[int]) -> list[list[int]]:

@@ -5,11 +5,6 @@ to play: the audio written so far minus the time since the first chunk was writt
 the listener ran dry (slack below zero), the reply has *underrun*: the listener heard silence for that long and
 resumes playing from the new chunk, so the clock's origin moves on by the silence.
 
-It also tells whether the reply's end is in sight: once its last sentence has gone to the engine (a one-shot
-reply's at once, a streamed one's after its text has ended), `text_complete` is True. Home Assistant's conversion
-releases such a reply's audio at its end when that comes before its 5 s, so a short reply's listener hears it as soon
-as its few sentences are made; a read-out's waits for 5 s either way (engine/playback_policy.py uses the difference).
-
 Written on the event loop (`wrote`), read by the engine thread (`snapshot`, `slack`) without a lock: the state is
 one tuple replaced as a whole, so a reader always sees a pair the writer published.
 """
@@ -19,11 +14,10 @@ import time
 
 
 class PlaybackClock:
-    __slots__ = ("_state", "text_complete")
+    __slots__ = ("_state",)
 
     def __init__(self) -> None:
         self._state: tuple[float | None, float] = (None, 0.0)  # (when playback started, seconds written)
-        self.text_complete = False  # every sentence of the reply is in the engine (one bool, replaced whole)
 
     def wrote(self, seconds: float, now: float | None = None) -> float:
         """`seconds` of audio were just written. Returns how long the listener had run dry before it (0.0 if not)."""

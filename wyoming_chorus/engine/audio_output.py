@@ -5,11 +5,10 @@ Decoding runs beside the engine loop, not inside it, so a talker step never wait
 two even run on different devices). One worker keeps the frames of each request in order; between requests, it
 decodes in their listeners' order, not the frames' arrival order: it takes whatever has queued up since it last
 looked, decodes one decoder block (4 frames, 320 ms of audio) of the most urgent stream with work (no audio yet first,
-then a short reply in its head start, heard at its end through Home Assistant's conversion, then least slack: the
-playback clock, as the scheduler orders its steps), hands that block's audio over at once, and looks again. So a new
-reply's first audio waits at most for the one block in progress, never behind the rest of a read-out's backlog, and
-a listener hears every block as soon as it exists: a reply made at least as fast as it plays never runs dry (with
-larger chunks it would have to be made several times faster than that at its start).
+then least slack: the playback clock, as the scheduler orders its steps), hands that block's audio over at once, and
+looks again. So a new reply's first audio waits at most for the one block in progress, never behind the rest of a
+read-out's backlog, and a listener hears every block as soon as it exists: a reply made at least as fast as it plays
+never runs dry (with larger chunks it would have to be made several times faster than that at its start).
 """
 from __future__ import annotations
 
@@ -25,7 +24,7 @@ from typing import Protocol
 import numpy as np
 
 from wyoming_chorus.engine.codec_precision import choose_codec_decoder
-from wyoming_chorus.engine.urgent_steps import CLOSING, FIRST_AUDIO, HEAD_START, QUIET, UrgentSteps
+from wyoming_chorus.engine.urgent_steps import FIRST_AUDIO, HEAD_START, QUIET, UrgentSteps
 from wyoming_chorus.errors import RequestFailed
 from wyoming_chorus.modeldir.manifest import ModelDir
 from wyoming_chorus.playback_clock import PlaybackClock
@@ -65,7 +64,7 @@ class CodecWorker:
 
     def __init__(self, model: ModelDir, codec_precision: str = "auto", inference_precision: str = "",
                  on_failure: Callable[[int, Exception], None] | None = None,
-                 urgent: UrgentSteps | None = None, spare_seconds: float = 1.0, head_start_seconds: float = 5.0):
+                 urgent: UrgentSteps | None = None, spare_seconds: float = 1.0):
         """codec_precision, inference_precision: engine.codec_precision and engine.inference_precision. `urgent`:
         the engine's level (playback policy): while it makes a new reply's first frames, blocks of listeners that
         have not run dry for `spare_seconds` wait; while it runs a head start's steps, those of listeners with
@@ -76,7 +75,6 @@ class CodecWorker:
         self._on_failure = on_failure
         self._urgent = urgent
         self._spare_seconds = spare_seconds
-        self._head_start_seconds = head_start_seconds
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._streams: dict[int, _Stream] = {}
         self._failed: set[int] = set()  # requests whose decoding failed: their frames still queued are dropped
@@ -194,14 +192,13 @@ class CodecWorker:
 
     def _next_ready(self, level: int = QUIET) -> tuple[int, _Stream] | None:
         """The stream whose block goes next, of those with work (a whole block pending, or an ending): one with no
-        audio yet first; then those the engine's `level` does not hold back; then short replies in their head
-        starts; then the least slack."""
+        audio yet first; then those the engine's `level` does not hold back; then the least slack."""
         ready = [(seq_id, s) for seq_id, s in self._streams.items() if s.has_work(self._decoder.block_frames)]
 
-        def order(item: tuple[int, _Stream]) -> tuple[bool, bool, bool, float]:
+        def order(item: tuple[int, _Stream]) -> tuple[bool, bool, float]:
             sink = item[1].sink
             urgency = _urgency(sink)
-            return urgency != float("-inf"), self._held(sink, level), not self._closing(sink), urgency
+            return urgency != float("-inf"), self._held(sink, level), urgency
 
         return min(ready, key=order, default=None)
 
@@ -214,15 +211,7 @@ class CodecWorker:
             return False
         if level == FIRST_AUDIO:
             return slack > -self._spare_seconds
-        return level in (HEAD_START, CLOSING) and slack >= self._spare_seconds
-
-    def _in_first_seconds(self, sink: AudioSink | None) -> bool:
-        clock: PlaybackClock | None = getattr(sink, "clock", None)
-        return clock is not None and clock.written < self._head_start_seconds
-
-    def _closing(self, sink: AudioSink | None) -> bool:
-        clock: PlaybackClock | None = getattr(sink, "clock", None)
-        return self._in_first_seconds(sink) and clock is not None and clock.text_complete
+        return level == HEAD_START and slack >= self._spare_seconds
 
     def _decode_block(self, seq_id: int, stream: _Stream, sink: AudioSink) -> None:
         """The stream's next decoder block, its audio to the sink at once; an ending stream's last frames (fewer than

@@ -6,27 +6,20 @@ step the running requests are taken in this order, while the step's cost allows:
 
 1. *head start*: no audio yet, or less than `head_start_seconds` written (or silent for that long: a reply starved
    that long starts over, so no request can starve behind a stream of new ones), the least audio written first;
-   among them, *short replies* (their last sentence in the engine) before the others: Home Assistant's conversion
-   releases a reply at 5 s of audio or at its end, so a short reply is heard as soon as it is made, while a read-out
-   that has just begun is heard at 5 s whoever rides with it;
 2. *low slack*: less than `min_slack_seconds` of audio left to play, the reply with the least audio delivered first,
    so that beyond the box's capacity the pauses fall on long read-outs, never on a new announcement's head start;
 3. the rest, least slack first. One with more than `max_slack_seconds` left skips the step (keeping its blocks and
    its place in the batch).
 
 The batch is cut where one more request would make the step slower than real time (a frame's duration per step,
-from the learned StepCost). Replies with no audio yet always run. While one of them waits for its first audio (a
-prompt and one decoder block's frames: a Voice PE gives up after ~2 s), every other reply joins only while the step
-stays real time. Otherwise starved replies and short replies in their head starts always run; other head starts
-(some audio, less than head_start_seconds) too, except while a short reply's head start runs: then they join only
-while the step stays real time, so an announcement among rooms that begin long read-outs is made at nearly its own
-pace (its frames come one per step: on two cores ~130 ms each alone, ~240 ms beside seven readers) and the
-read-outs, whose listeners hear nothing before 5 s anyway, wait at most until they have been silent for a head
-start. Low-slack ones join regardless while no head
-start is running, else only while the step stays real time; the rest only while it stays real time. When that
-leaves nothing to run, every request that is not full runs (an idle box has nothing to save). Requests without a
-clock (synth, the benchmarks) have no listener to pace: they always run, like a reply with no audio yet, but hurry
-nobody out of a step.
+from the learned StepCost). Replies with no audio yet, or starved, always run. The other head starts (some audio, less
+than head_start_seconds) always run too, except while a reply waits for its first audio: then they join only while
+the step stays real time. Their listeners already hear something (or wait for Home Assistant's 5 s anyway), a new
+reply's listener hears nothing, and a Voice PE gives up after ~2 s; the pause lasts a prompt and one decoder block's
+frames. Low-slack ones join regardless while no head start is running, else only while the step stays real time; the
+rest only while it stays real time. When that leaves nothing to run, every request that is not full runs (an idle box
+has nothing to save). Requests without a clock (synth, the benchmarks) have no listener to pace: they always run,
+like a reply with no audio yet, but hurry nobody out of a step.
 """
 from __future__ import annotations
 
@@ -62,10 +55,8 @@ class PlaybackPolicy:
             return set()  # nothing to trade: one request, or none with a listener to pace
         now = self._now()
         limits = self.limits
-        first: list[Sequence] = []  # always run: no listener, or no audio yet
-        starved: list[Sequence] = []  # silent for a head start: they start over
-        closing: list[tuple[float, Sequence]] = []  # in their first seconds, their reply's end in sight: (written, seq)
-        head: list[tuple[float, Sequence]] = []  # the other ones in their first seconds, with some audio
+        first: list[Sequence] = []  # always run: no listener, no audio yet, or silent for a head start
+        head: list[tuple[float, Sequence]] = []  # in their first seconds, with some audio: (audio written, seq)
         low: list[tuple[float, Sequence]] = []  # (audio written, seq)
         rest: list[tuple[float, Sequence]] = []  # (slack, seq)
         full: list[Sequence] = []
@@ -74,12 +65,8 @@ class PlaybackPolicy:
                 first.append(seq)
                 continue
             slack = seq.clock.slack(now)
-            if slack is None:
+            if slack is None or slack < -limits.head_start_seconds:
                 first.append(seq)
-            elif slack < -limits.head_start_seconds:
-                starved.append(seq)
-            elif self.closing(seq):
-                closing.append((seq.clock.written, seq))
             elif self.in_first_seconds(seq):
                 head.append((seq.clock.written, seq))
             elif slack < limits.min_slack_seconds:
@@ -90,17 +77,15 @@ class PlaybackPolicy:
                 rest.append((slack, seq))
         someone_waits_for_first_audio = any(self.waits_for_first_audio(seq) for seq in first)
         chosen = list(first)
-
-        def join(seqs: list[Sequence], always: bool) -> None:
-            for seq in seqs:
-                if always or self._real_time(len(chosen) + 1):
-                    chosen.append(seq)
-
-        join(starved, always=not someone_waits_for_first_audio)
-        join(_by_first(closing), always=not someone_waits_for_first_audio)
-        join(_by_first(head), always=not (someone_waits_for_first_audio or closing))
-        join(_by_first(low), always=not (first or starved or closing or head))
-        join(_by_first(rest), always=False)
+        for _, seq in sorted(head, key=lambda item: item[0]):
+            if not someone_waits_for_first_audio or self._real_time(len(chosen) + 1):
+                chosen.append(seq)
+        for _, seq in sorted(low, key=lambda item: item[0]):
+            if not (first or head) or self._real_time(len(chosen) + 1):
+                chosen.append(seq)
+        for _, seq in sorted(rest, key=lambda item: item[0]):
+            if self._real_time(len(chosen) + 1):
+                chosen.append(seq)
         if not chosen:  # no head start, no low slack, and not even one more fits in real time: run all that can
             chosen = [seq for _, seq in rest] or full
         ids = {seq.id for seq in chosen}
@@ -115,19 +100,9 @@ class PlaybackPolicy:
         listener (nobody to hurry for)."""
         return seq.clock is not None and seq.clock.written < self.limits.head_start_seconds
 
-    def closing(self, seq: Sequence) -> bool:
-        """In its first seconds with every sentence of its reply in the engine: Home Assistant's conversion releases
-        the reply at its end if that comes before head_start_seconds, so its listener hears it once it is made."""
-        return self.in_first_seconds(seq) and seq.clock is not None and seq.clock.text_complete
-
     def _real_time(self, batch: int) -> bool:
         cost = self.cost.predict(batch)
         return cost is None or cost <= self.frame_seconds
-
-
-def _by_first(items: list[tuple[float, Sequence]]) -> list[Sequence]:
-    """The requests, least key first (audio written, or slack)."""
-    return [seq for _, seq in sorted(items, key=lambda item: item[0])]
 
 
 def policy_for(scheduling: SchedulerSettings, cost: StepCost, frame_seconds: float) -> PlaybackPolicy | None:

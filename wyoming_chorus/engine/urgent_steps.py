@@ -8,9 +8,8 @@ The engine's steps and the codec's decoding share the CPU's cores: run at once, 
   block is out, every listener that already has audio waits, unless it has run dry for `spare_seconds` or longer:
   the first sound is what a household waits for (a Voice PE gives up after ~2 s), and a reader's next block coming
   a few steps later costs it at most that much silence.
-- CLOSING, HEAD_START: a step runs a reply in its head start (less than head_start_seconds written); CLOSING when
-  that reply is a short one (its last sentence in the engine), whose blocks the codec then decodes before other head
-  starts'. Listeners with at least `spare_seconds` of audio left wait: they lose nothing by it.
+- HEAD_START: a step runs a reply in its head start (less than head_start_seconds written). Listeners with at least
+  `spare_seconds` of audio left wait: they lose nothing by it.
 
 The level is a state, not a per-step pulse: it stays from the first step that runs such a reply to the first one that
 runs none (or an idle engine), so the codec cannot slip a block into the gap between two of the announcement's
@@ -24,7 +23,7 @@ if TYPE_CHECKING:
     from .playback_policy import PlaybackPolicy
     from .sequence import Sequence
 
-QUIET, HEAD_START, CLOSING, FIRST_AUDIO = 0, 1, 2, 3
+QUIET, HEAD_START, FIRST_AUDIO = 0, 1, 2
 
 
 class UrgentSteps:
@@ -44,8 +43,6 @@ def codec_level(policy: PlaybackPolicy, batch: list[Sequence]) -> int:
     """The level of a step that runs `batch`."""
     if any(policy.waits_for_first_audio(seq) for seq in batch):
         return FIRST_AUDIO
-    if any(policy.closing(seq) for seq in batch):
-        return CLOSING
     if any(policy.in_first_seconds(seq) for seq in batch):
         return HEAD_START
     return QUIET

@@ -52,8 +52,6 @@ async def sentence_audio(engine: SpeechEngine, sentences: AsyncIterator[str | Ut
                     sentence.attach(handle)
                 opened.append(handle)
                 handles.put_nowait(handle)
-            if clock is not None:
-                clock.text_complete = True  # its last sentence is in the engine: the reply's end is in sight
             handles.put_nowait(_END)
         except Exception as error:
             handles.put_nowait(error)
