@@ -9,6 +9,7 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 
+#include "device.hpp"
 #include "runner.hpp"
 
 namespace nb = nanobind;
@@ -189,4 +190,7 @@ NB_MODULE(_native, m) {
                      "True when the code predictor's output heads run as models of their own (predictor_heads.hpp).")
         .def("kernels", &kernels,
              "(graph, layer type, kernel, precision) of every op the plugin runs, after at least one step.");
+    m.def("cpu_isa", &cpu_isa,
+          "The most telling ISA extension CPUID reports (amx_bf16, avx512_bf16, avx512f, avx2 or \"\"): what the "
+          "plugin's kernels dispatch on, also under an emulator.");
 }

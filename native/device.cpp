@@ -28,3 +28,15 @@ std::optional<ov::element::Type> parse_inference_precision(const std::string& na
     if (name == "f16") return ov::element::f16;
     throw std::invalid_argument("inference_precision must be empty, f32, bf16 or f16, got '" + name + "'");
 }
+
+std::string cpu_isa() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    // Checked most telling first; libgcc also checks XCR0, so a state the OS has not enabled counts as absent.
+    if (__builtin_cpu_supports("amx-bf16")) return "amx_bf16";
+    if (__builtin_cpu_supports("avx512bf16")) return "avx512_bf16";
+    if (__builtin_cpu_supports("avx512f")) return "avx512f";
+    if (__builtin_cpu_supports("avx2")) return "avx2";
+#endif
+    return "";
+}

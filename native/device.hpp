@@ -14,3 +14,9 @@ ov::element::Type parse_kv_precision(const std::string& name);
 
 // "" (the plugin's default, returned as nullopt) | "f32" | "bf16" | "f16"; throws std::invalid_argument otherwise.
 std::optional<ov::element::Type> parse_inference_precision(const std::string& name);
+
+// The most telling ISA extension this CPU reports through CPUID and the OS has enabled: "amx_bf16", "avx512_bf16",
+// "avx512f", "avx2", or "" (named as /proc/cpuinfo names them). CPUID rather than /proc/cpuinfo, because CPUID is what
+// the plugin's kernels dispatch on: under an emulator (qemu-x86_64 -cpu Haswell-v4, .ci/avx2) /proc/cpuinfo still
+// describes the host.
+std::string cpu_isa();

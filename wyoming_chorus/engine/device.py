@@ -19,14 +19,13 @@ so the two unknown cells are refused rather than guessed.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import openvino as ov
 import openvino.opset13 as ops
 
+from wyoming_chorus import _native
 from wyoming_chorus.errors import SetupError
 
 # The requested KV_CACHE_PRECISION -> the type the cache then holds, by the precision attention computes in.
@@ -36,7 +35,8 @@ _CPU_KV_CACHE = {
     "f16": {"u8": "u8", "f16": "f16"},
 }
 
-# The most telling of these /proc/cpuinfo flags names the CPU in messages ("this CPU (avx2)").
+# The most telling of these ISA extensions (named as /proc/cpuinfo names them) names the CPU in messages
+# ("this CPU (avx2)").
 _ISA_FLAGS = ("amx_bf16", "avx512_bf16", "avx512f", "avx2")
 
 
@@ -129,12 +129,11 @@ def cpu_facts() -> CpuFacts:
 
 
 def _isa() -> str:
-    try:
-        found = re.search(r"^flags\s*:(.*)$", Path("/proc/cpuinfo").read_text(), re.MULTILINE)
-    except OSError:
-        return ""
-    flags = set(found.group(1).split()) if found else set()
-    return next((flag for flag in _ISA_FLAGS if flag in flags), "")
+    """The most telling of _ISA_FLAGS, from CPUID (native/device.cpp): what the plugin's kernels dispatch on. Not
+    /proc/cpuinfo, which under an emulator (.ci/avx2 runs tests as on an AVX2 CPU) still describes the host."""
+    isa = _native.cpu_isa()
+    assert isa in _ISA_FLAGS + ("",), isa
+    return isa
 
 
 def _article(precision: str) -> str:
