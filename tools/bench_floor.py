@@ -28,6 +28,7 @@ import openvino as ov  # noqa: E402
 import openvino.opset13 as op  # noqa: E402
 
 from chorus_tools.engine_bench import bench_batch, bench_codec, time_steps  # noqa: E402
+from wyoming_chorus.engine.device import cpu_facts  # noqa: E402
 from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions  # noqa: E402
 from wyoming_chorus.export.builtin import resolve_model  # noqa: E402
 from wyoming_chorus.modeldir.manifest import ModelDir  # noqa: E402
@@ -136,8 +137,7 @@ def main(argv=None) -> None:
                      "predictor_ms": predictor_ms, "predictor_floor_ms": predictor_floor})
     codec_ms = bench_codec(directory, 28 if args.quick else 52, "f32")
     codec_floor = codec_gflop_per_audio_s(model) / peak * 1000
-    isa = next((f for f in ("amx_bf16", "avx512_bf16", "avx512f", "avx2")
-                if f in Path("/proc/cpuinfo").read_text().split()), "other")
+    isa = cpu_facts().isa  # from CPUID: what the kernels dispatched on
 
     print(f"model {directory}, weights {model.manifest.weights}, ISA {isa}")
     print(f"memory bandwidth {bandwidth:.1f} GB/s; f32 FC throughput " +

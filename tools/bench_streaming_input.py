@@ -25,6 +25,7 @@ from pathlib import Path
 from chorus_tools.client import Stream, speak, tcp_uri
 from chorus_tools.models import preset_model
 from chorus_tools.servers import ServiceThread, loopback_settings
+from wyoming_chorus.engine.device import cpu_facts
 
 os.environ.setdefault("CI", "true")  # OpenVINO's telemetry opt-out, before anything imports it
 
@@ -94,7 +95,7 @@ def main(argv=None) -> None:
     model = model_dir(args)
     figures = {mode: summary(measure(model, mode == "streaming input", runs))
                for mode in ("sentence at a time", "streaming input")}
-    figures["isa"] = _isa()
+    figures["isa"] = cpu_facts().isa  # from CPUID: what the kernels dispatched on
     base, new = figures["sentence at a time"], figures["streaming input"]
     print(f"model {model}, {runs} runs each, ISA {figures['isa']}, medians:")
     print(f"{'mode':<20} {'first audio s':>14} {'stalls s':>9} {'longest s':>10} {'audio s':>8}")
@@ -105,11 +106,6 @@ def main(argv=None) -> None:
         print(f"first audio {base['first_audio_s'] / new['first_audio_s']:.1f}x sooner with streaming input")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2))
-
-
-def _isa() -> str:
-    flags = set(Path("/proc/cpuinfo").read_text().split())
-    return next((isa for isa in ("amx_bf16", "avx512_bf16", "avx512f", "avx2") if isa in flags), "other")
 
 
 if __name__ == "__main__":
