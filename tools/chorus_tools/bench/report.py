@@ -98,6 +98,17 @@ def by_kind(phases: dict) -> tuple[list[str], dict[str, list[float]]]:
     return lines, groups
 
 
+# The plots' legend for each server the report runs (one line per server: the two continuous-batching servers
+# differ only in scheduler.policy, so their labels must too).
+PLOT_LABELS = {"continuous": "continuous, playback policy", "fcfs": "continuous, FCFS",
+               "static": "static batching", "max_batch_1": "one request at a time"}
+
+
+def plot_sweeps(phases: dict) -> dict[str, list[dict]]:
+    """The burst sweeps to plot: legend label -> rows, one entry per server that ran a sweep."""
+    return {PLOT_LABELS.get(name, name): phase["sweep"] for name, phase in phases.items() if phase.get("sweep")}
+
+
 def write_report(out: Path, header: dict, plan: Plan, phases: dict, engine: dict, kv: dict, peers: list[dict],
                  elapsed: float, args) -> Path:
     cont = phases.get("continuous", {})
@@ -256,7 +267,7 @@ def write_report(out: Path, header: dict, plan: Plan, phases: dict, engine: dict
               "arrive in the deltas (plus the splitter's 0.2 s grace when the text pauses).", ""]
 
     plots = {}
-    sweeps = {labels[n].split(",")[0].split(" (")[0]: p.get("sweep", []) for n, p in phases.items() if p.get("sweep")}
+    sweeps = plot_sweeps(phases)
     try:
         from chorus_tools.bench import plots as bench_plots  # matplotlib: a benchmark dependency only
 
