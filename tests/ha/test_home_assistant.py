@@ -25,20 +25,13 @@ notes each Wyoming event with its time), and checks two first-day cases:
 
 Every check also asserts what HA put on the wire: no language in any event, the text chunks exactly as sent.
 
-Setup (once, outside the repository; Python 3.13 from pyenv; HA 2026.2 wants >= 3.13.2, hence
---ignore-requires-python; the wheel's package_constraints.txt pins HA's dependencies as HA released them):
-
-    PY=$(pyenv root)/versions/3.13.0/bin/python3.13
-    mkdir -p /tmp/ha && cd /tmp/ha && $PY -m venv venv
-    ./venv/bin/pip download --no-deps --ignore-requires-python homeassistant==2026.2.3 -d dl
-    unzip -p dl/homeassistant-2026.2.3-py3-none-any.whl homeassistant/package_constraints.txt > constraints.txt
-    ./venv/bin/pip install --ignore-requires-python -c constraints.txt dl/homeassistant-2026.2.3-py3-none-any.whl \
-        pytest-homeassistant-custom-component==0.13.316 wyoming==1.7.2 mutagen==1.47.0 pymicro-vad==1.0.1 \
-        pyspeex-noise==1.0.2 hassil==3.5.0 home-assistant-intents==2026.1.28 ha-ffmpeg==3.2.2
-    ./venv/bin/pip install imageio-ffmpeg     # an ffmpeg binary for HA's conversions (MP3, FLAC), if none on PATH
-
-(wyoming, mutagen, pymicro-vad, ... are the `requirements` of the manifests of wyoming, tts, assist_pipeline,
-assist_satellite, conversation and ffmpeg in 2026.2.3: the test harness does not install requirements itself.)
+Setup: a virtualenv of Python 3.13 with Home Assistant 2026.2.3 (HA wants >= 3.13.2, hence
+--ignore-requires-python; the wheel's package_constraints.txt as constraints pins HA's dependencies as HA released
+them), the `requirements` of the manifests of wyoming, tts, assist_pipeline, assist_satellite, conversation and
+ffmpeg (the test harness does not install requirements itself), and imageio-ffmpeg (an ffmpeg binary for HA's
+conversions). `.ci/home-assistant` builds exactly that (the versions are pinned there, in one place), runs these checks
+against the server on this CPU and on an emulated AVX2 CPU, and is part of CI. By hand, the same steps with the
+virtualenv at /tmp/ha/venv.
 
 Run from the repository root, starting a server of its own (the given wyoming-chorus executable, builtin tiny model)
 on free loopback ports, its log kept in a temporary file:
