@@ -133,6 +133,21 @@ def test_while_a_reply_waits_for_its_first_audio_other_head_starts_join_only_in_
     assert policy(time, slow).skipped([starting, later, new]) == set()
 
 
+def test_the_policy_keeps_each_requests_tier_for_the_sat_out_counter():
+    time = Time()
+    slow = cost(b1=0.05, b2=0.07, b3=0.09)
+    new = seq_with(1, PlaybackClock())
+    starting = seq_with(2, listener(time, written=1.0, played=0.5))
+    behind = seq_with(3, listener(time, written=60.0, played=59.5))
+    some = seq_with(4, listener(time, written=30.0, played=28.0))
+    full = seq_with(5, listener(time, written=30.0, played=20.0))
+    offline = seq_with(6, None)
+    p = policy(time, slow)
+    assert p.skipped([new, starting, behind, some, full, offline]) == {2, 3, 4, 5}
+    assert p.tiers == {1: "first", 2: "head_start", 3: "low_slack", 4: "slack", 5: "full", 6: "first"}
+    assert p.skipped([full]) == set() and p.tiers == {}  # alone: nothing to trade, nothing classified
+
+
 def test_a_reply_silent_for_a_head_start_gets_one_again():
     time = Time()
     slow = cost(b1=0.07, b2=0.09)
@@ -173,6 +188,7 @@ def test_a_request_sitting_out_keeps_its_blocks_and_place_and_later_runs_to_its_
         entries, _ = rec.step()
         assert [e.seq.id for e in entries] == [2]  # the reader has 15 s buffered: it sits out
         assert reader.block_table == held and reader in sched.running
+        assert sched.sat_out == [reader]
     reader.clock = listener(time, written=20.0, played=19.5)  # its listener has caught up
     rec.run()
     rec.assert_frames(1, 6)

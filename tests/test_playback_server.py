@@ -20,6 +20,12 @@ def sample(chorus, name: str) -> float:
     return sum(s.value for f in chorus.service.metrics.registry.collect() for s in f.samples if s.name == name)
 
 
+def sat_out(chorus, tier: str) -> float:
+    """chorus_playback_sat_out_total of one tier (exported at 0 from the start)."""
+    return next(s.value for f in chorus.service.metrics.registry.collect() for s in f.samples
+                if s.name == "chorus_playback_sat_out_total" and s.labels == {"tier": tier})
+
+
 async def first_sentence(client: AsyncTcpClient) -> float:
     """Reads the first sentence's audio (until no chunk has come for a second); returns how long it plays."""
     events = await read_until(client, "audio-chunk")
@@ -66,10 +72,13 @@ def batch_steps(chorus) -> dict[str, float]:
             for s in f.samples if s.name.endswith("_bucket")}
 
 
-# One sentence (a reply's next sentence would be admitted beside the announcement), long enough for a minute of audio.
-READING = ("Once upon a time in a quiet village by the sea there lived an old fisherman, his patient wife, their three "
+# One sentence (a reply's next sentence would be admitted beside the announcement), long enough for minutes of audio:
+# the reader must still be generating when the announcement comes (the tiny model makes ~100 s of audio in a few
+# seconds, which used to end the reading before it, so that its steps ran alone whatever the policy).
+_CLAUSE = ("once upon a time in a quiet village by the sea there lived an old fisherman, his patient wife, their three "
            "curious children, a lazy grey cat, two noisy geese and a small brown dog who loved the long evening walks "
            "along the harbour wall where the boats came home")
+READING = ", and ".join([_CLAUSE] * 4).capitalize()
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +96,7 @@ def long_head_start():
     running = ServiceThread(Settings(
         server=ServerSettings(uri=f"tcp://127.0.0.1:{free_port()}", shutdown_timeout=5.0),
         zeroconf=ZeroconfSettings(enabled=False),
-        engine=EngineSettings(model="builtin:tiny", seed=1234, random_model_frames=1500),
+        engine=EngineSettings(model="builtin:tiny", seed=1234, random_model_frames=6000, max_frames=6000),
         scheduler=SchedulerSettings(head_start_seconds=20.0),
         metrics=MetricsSettings(address="127.0.0.1", port=0),
     ))
@@ -110,7 +119,12 @@ async def test_a_reader_with_audio_buffered_sits_out_while_an_announcement_has_i
         # Its listener has 30 s of audio left (past its own head start): it sits out every step of the announcement
         # but the one that admits it (the reader was alone when that step was planned).
         before = batch_steps(chorus)
-        assert audio(await send(chorus.port, Synthesize(SENTENCE).event()))
+        full_before = sat_out(chorus, "full")
+        announcement = audio(await send(chorus.port, Synthesize(SENTENCE).event()))
         after = batch_steps(chorus)
+        frames = len(announcement) // (2 * 1920)
     grown = {le: after[le] - before.get(le, 0) for le in after}
     assert grown["+Inf"] - grown["1.0"] <= 1 and grown["+Inf"] > 10, grown
+    # Each step it sat out is counted under its tier: audio to spare (full), not a cut past the box's capacity.
+    assert frames > 10 and sat_out(chorus, "full") - full_before >= frames - 2
+    assert sat_out(chorus, "low_slack") == sat_out(chorus, "head_start") == 0

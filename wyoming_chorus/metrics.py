@@ -71,6 +71,11 @@ class Metrics:
             "chorus_playback_slack_seconds", "Audio a reply's listener had left to play, per request and step",
             registry=r, buckets=(-1.0, 0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0),
         )
+        self.playback_sat_out = Counter(
+            "chorus_playback_sat_out", "Steps a running request sat out under scheduler.policy playback, by the tier "
+            "it was in: full (more than max_slack_seconds of audio left: costs nothing), slack, low_slack or "
+            "head_start (cut to keep a step in real time beside more urgent replies: past the box's capacity)",
+            ["tier"], registry=r)
         self.realtime_rooms = Gauge(
             "chorus_realtime_rooms", "Requests one engine step can hold now with each still in real time (one frame "
             "of audio per frame's duration), from the measured step cost", registry=r)

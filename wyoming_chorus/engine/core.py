@@ -193,14 +193,21 @@ class EngineCore:
         if self._urgent is not None and self._playback is not None:  # both exist under the playback policy only
             self._urgent.mark(codec_level(self._playback, [entry.seq for entry in entries]))
         if entries:
-            report = self._run_batch(entries, preempted)
+            report = self._run_batch(entries, preempted, self._sat_out_tiers())
         else:
             self._scheduler.check_integrity()
             report = StepReport(preempted, self._scheduler.has_work())
         self._stats = self._snapshot()
         return report
 
-    def _run_batch(self, entries: list[ScheduledEntry], preempted: int) -> StepReport:
+    def _sat_out_tiers(self) -> tuple[str, ...]:
+        """The playback tier of each request the policy sat out of this step (chorus_playback_sat_out_total)."""
+        if self._playback is None:
+            return ()
+        tiers = self._playback.tiers
+        return tuple(tiers[seq.id] for seq in self._scheduler.sat_out if seq.id in tiers)
+
+    def _run_batch(self, entries: list[ScheduledEntry], preempted: int, sat_out: tuple[str, ...] = ()) -> StepReport:
         started = time.perf_counter()
         try:
             output = self.runner.step(entries)
@@ -225,7 +232,7 @@ class EngineCore:
         self._frames += len(result.new_frames)
         return StepReport(preempted, self._scheduler.has_work(), len(entries), len(result.new_frames),
                           tuple(seq.id for seq in result.finished), seconds, runner_seconds,
-                          slack=playback_slack(entries))
+                          slack=playback_slack(entries), sat_out=sat_out)
 
     def _snapshot(self) -> EngineStats:
         s, blocks = self._scheduler, self._scheduler.blocks

@@ -32,6 +32,10 @@ from wyoming_chorus.config import SchedulerSettings
 from .sequence import Sequence
 from .step_cost import StepCost
 
+# The tiers above, each step; the last four name the label of chorus_playback_sat_out_total (FIRST always runs).
+FIRST, HEAD_START, LOW_SLACK, SLACK, FULL = "first", "head_start", "low_slack", "slack", "full"
+TIERS = (FIRST, HEAD_START, LOW_SLACK, SLACK, FULL)
+
 
 @dataclass(frozen=True)
 class PlaybackLimits:
@@ -48,48 +52,53 @@ class PlaybackPolicy:
         self.cost = cost
         self.frame_seconds = frame_seconds
         self._now = now
+        self.tiers: dict[int, str] = {}  # request id -> its tier at the last skipped()
 
     def skipped(self, running: list[Sequence]) -> set[int]:
-        """Ids of the running requests that sit this step out."""
+        """Ids of the running requests that sit this step out. The tier each running request was found in is kept
+        in `tiers` (by id) until the next call, for chorus_playback_sat_out_total."""
+        self.tiers = {}
         if len(running) < 2 or all(seq.clock is None for seq in running):
             return set()  # nothing to trade: one request, or none with a listener to pace
         now = self._now()
-        limits = self.limits
-        first: list[Sequence] = []  # always run: no listener, no audio yet, or silent for a head start
-        head: list[tuple[float, Sequence]] = []  # in their first seconds, with some audio: (audio written, seq)
-        low: list[tuple[float, Sequence]] = []  # (audio written, seq)
-        rest: list[tuple[float, Sequence]] = []  # (slack, seq)
-        full: list[Sequence] = []
+        by_tier: dict[str, list[tuple[float, Sequence]]] = {tier: [] for tier in TIERS}
         for seq in running:
-            if seq.clock is None:
-                first.append(seq)
-                continue
-            slack = seq.clock.slack(now)
-            if slack is None or slack < -limits.head_start_seconds:
-                first.append(seq)
-            elif self.in_first_seconds(seq):
-                head.append((seq.clock.written, seq))
-            elif slack < limits.min_slack_seconds:
-                low.append((seq.clock.written, seq))
-            elif slack > limits.max_slack_seconds:
-                full.append(seq)
-            else:
-                rest.append((slack, seq))
+            tier, order = self._tier(seq, now)
+            by_tier[tier].append((order, seq))
+            self.tiers[seq.id] = tier
+        first = [seq for _, seq in by_tier[FIRST]]
+        head, low, rest = (sorted(by_tier[tier], key=lambda item: item[0]) for tier in (HEAD_START, LOW_SLACK, SLACK))
         someone_waits_for_first_audio = any(self.waits_for_first_audio(seq) for seq in first)
         chosen = list(first)
-        for _, seq in sorted(head, key=lambda item: item[0]):
+        for _, seq in head:
             if not someone_waits_for_first_audio or self._real_time(len(chosen) + 1):
                 chosen.append(seq)
-        for _, seq in sorted(low, key=lambda item: item[0]):
+        for _, seq in low:
             if not (first or head) or self._real_time(len(chosen) + 1):
                 chosen.append(seq)
-        for _, seq in sorted(rest, key=lambda item: item[0]):
+        for _, seq in rest:
             if self._real_time(len(chosen) + 1):
                 chosen.append(seq)
         if not chosen:  # no head start, no low slack, and not even one more fits in real time: run all that can
-            chosen = [seq for _, seq in rest] or full
+            chosen = [seq for _, seq in rest] or [seq for _, seq in by_tier[FULL]]
         ids = {seq.id for seq in chosen}
         return {seq.id for seq in running if seq.id not in ids}
+
+    def _tier(self, seq: Sequence, now: float) -> tuple[str, float]:
+        """The request's tier this step, and its order within it (lower goes first)."""
+        if seq.clock is None:
+            return FIRST, 0.0
+        limits = self.limits
+        slack = seq.clock.slack(now)
+        if slack is None or slack < -limits.head_start_seconds:
+            return FIRST, 0.0
+        if self.in_first_seconds(seq):
+            return HEAD_START, seq.clock.written
+        if slack < limits.min_slack_seconds:
+            return LOW_SLACK, seq.clock.written
+        if slack > limits.max_slack_seconds:
+            return FULL, slack
+        return SLACK, slack
 
     def waits_for_first_audio(self, seq: Sequence) -> bool:
         """Its listener has heard nothing of the reply yet (its first sentence's first block is still to come)."""

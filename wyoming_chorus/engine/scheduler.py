@@ -53,6 +53,7 @@ class Scheduler:
         self.parked: list[Sequence] = []  # hold blocks, out of the batch until their text comes; oldest first
         self.requests: dict[int, Sequence] = {}  # every live (waiting, running or parked) request by id
         self.preempted: list[Sequence] = []  # sent back to waiting by the last schedule()
+        self.sat_out: list[Sequence] = []  # running requests the playback policy sat out of the last schedule()'s step
 
     @property
     def awaiting_text(self) -> list[Sequence]:
@@ -140,6 +141,9 @@ cut from its next step. An entry emits a frame when its chunk reaches the reques
             if self.playback is not None and len(entries) > decodes:
                 late = self.playback.skipped(self.running) - sitting_out
                 entries = [e for i, e in enumerate(entries) if i >= decodes or e.seq.id not in late]
+                sitting_out |= late
+        self.sat_out = [seq for seq in self.running
+                        if seq.id in sitting_out and seq.status is SequenceStatus.RUNNING] if sitting_out else []
         return entries
 
     def _admit(self, entries: list[ScheduledEntry], budget: int) -> None:

@@ -35,3 +35,4 @@ class StepReport:
     runner_seconds: float = 0.0  # the runner's part of it; the rest of a step's wall time is the host's
     failed: bool = False  # the runner raised: the batch's requests ended with an error
     slack: tuple[float, ...] = ()  # the playback slack of each request in the step whose listener hears audio
+    sat_out: tuple[str, ...] = ()  # the playback tier of each running request the policy sat out of the step

@@ -11,6 +11,7 @@ from collections.abc import Collection
 
 from wyoming_chorus.metrics import Metrics
 
+from .playback_policy import FIRST, TIERS
 from .scheduler import ScheduledEntry
 from .sequence import Sequence
 from .stats import EngineStats, StepReport
@@ -30,6 +31,9 @@ class StepMetrics:
         self._rows_reused_counted = 0
         self._over_capacity = False  # whether the log has said that more rooms want audio than the box holds
         self._capacity_at = float("-inf")  # when the capacity was last worked out
+        for tier in TIERS:
+            if tier != FIRST:  # every tier a request can sit out in is exported from the start, at 0
+                metrics.playback_sat_out.labels(tier)
 
     def observe(self, report: StepReport, stats: EngineStats, requests: Collection[Sequence]) -> None:
         """`requests`: every live request after the step."""
@@ -41,6 +45,8 @@ class StepMetrics:
             m.frames_total.inc(report.frames)
             for slack in report.slack:
                 m.playback_slack.observe(slack)
+            for tier in report.sat_out:
+                m.playback_sat_out.labels(tier).inc()
         m.kv_blocks_used.set(stats.blocks_used)
         m.requests_running.set(stats.running)
         m.requests_awaiting_text.set(stats.awaiting_text)
