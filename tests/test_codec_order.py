@@ -228,6 +228,36 @@ def test_while_the_engine_runs_a_head_start_a_listener_with_audio_to_spare_waits
     assert Sink.order == ["new", "low", "reader"]
 
 
+def test_a_head_starts_own_blocks_go_out_during_the_head_start_though_it_has_audio_to_spare():
+    """The hold is for the others: a reply still in its first head_start_seconds is what the head start's steps are
+    for (Home Assistant's conversion releases its first sound only at 5 s written), so its blocks go out as they are
+    made, however far ahead of its listener they are; a reader past its head start with as much to spare waits."""
+    urgent = UrgentSteps()
+    # A head start of 30 s (the server's is scheduler.head_start_seconds, 5 s): wide margins for a slow machine, since
+    # the clocks run in real time. Compiled before the clocks start.
+    codec = CodecWorker(TINY, "", urgent=urgent, spare_seconds=1.0, head_start_seconds=30.0)
+    starting_clock, reader_clock = PlaybackClock(), PlaybackClock()
+    starting_clock.wrote(20.0)  # 20 s written, all still to play: plenty to spare, but short of its head start
+    reader_clock.wrote(40.0)
+    starting, reader = Sink("starting", starting_clock), Sink("reader", reader_clock)
+    Sink.order = []
+    urgent.mark(HEAD_START)
+    for seq_id, sink in ((1, reader), (2, starting)):
+        for codes in frames(2 * BLOCK, seq_id):
+            codec.push(seq_id, sink, codes)
+        codec.close(seq_id, sink)
+    codec.start()
+    try:
+        assert starting.done.wait(10) and len(starting.pcm) == 2  # the old rule held it until its slack fell to 1 s
+        assert not reader.done.wait(0.5) and reader.pcm == []  # held while the head start runs
+        urgent.mark(QUIET)
+        assert reader.done.wait(60)
+    finally:
+        urgent.mark(QUIET)
+        codec.stop(10)
+    assert Sink.order == ["starting", "starting", "reader", "reader"]
+
+
 def test_while_the_engine_makes_a_new_replys_first_frames_every_listener_with_audio_waits_unless_it_ran_dry():
     """A reply with no audio yet in the step: listeners that have audio wait, whatever they have left (its next
     block can come a few steps later), except one already silent for spare_seconds or more."""

@@ -64,17 +64,19 @@ class CodecWorker:
 
     def __init__(self, model: ModelDir, codec_precision: str = "auto", inference_precision: str = "",
                  on_failure: Callable[[int, Exception], None] | None = None,
-                 urgent: UrgentSteps | None = None, spare_seconds: float = 1.0):
+                 urgent: UrgentSteps | None = None, spare_seconds: float = 1.0, head_start_seconds: float = 5.0):
         """codec_precision, inference_precision: engine.codec_precision and engine.inference_precision. `urgent`:
         the engine's level (playback policy): while it makes a new reply's first frames, blocks of listeners that
         have not run dry for `spare_seconds` wait; while it runs a head start's steps, those of listeners with
-        `spare_seconds` of audio or more left to play wait (engine/urgent_steps.py)."""
+        `spare_seconds` of audio or more left to play wait, unless they are themselves in their first
+        `head_start_seconds` (engine/urgent_steps.py)."""
         self.choice = choose_codec_decoder(model / "codec_decoder.xml", model.manifest.codebook_size,
                                            codec_precision, inference_precision)
         self._decoder = self.choice.decoder
         self._on_failure = on_failure
         self._urgent = urgent
         self._spare_seconds = spare_seconds
+        self._head_start_seconds = head_start_seconds
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._streams: dict[int, _Stream] = {}
         self._failed: set[int] = set()  # requests whose decoding failed: their frames still queued are dropped
@@ -205,13 +207,17 @@ class CodecWorker:
     def _held(self, sink: AudioSink | None, level: int) -> bool:
         """Whether this listener's next block waits while the engine runs at `level`: during a new reply's first
         frames, unless it has run dry for spare_seconds already; during a head start, if it has spare_seconds or more
-        left to play. A listener with no audio yet never waits."""
+        left to play and is past its own first head_start_seconds. A listener with no audio yet never waits. A head
+        start's own blocks must not wait for the head start: Home Assistant's conversion releases its first sound
+        only once 5 s are written, so a block made and held back is that much later first sound."""
         slack = _urgency(sink)
         if slack == float("-inf"):
             return False
         if level == FIRST_AUDIO:
             return slack > -self._spare_seconds
-        return level == HEAD_START and slack >= self._spare_seconds
+        clock: PlaybackClock | None = getattr(sink, "clock", None)
+        in_head_start = clock is not None and clock.written < self._head_start_seconds
+        return level == HEAD_START and slack >= self._spare_seconds and not in_head_start
 
     def _decode_block(self, seq_id: int, stream: _Stream, sink: AudioSink) -> None:
         """The stream's next decoder block, its audio to the sink at once; an ending stream's last frames (fewer than

@@ -76,7 +76,8 @@ class EngineCore:
         self._urgent = UrgentSteps() if self._playback is not None else None
         self.codec = CodecWorker(model, settings.codec_precision, settings.inference_precision,
                                  on_failure=self._codec_failed, urgent=self._urgent,
-                                 spare_seconds=self._playback.limits.min_slack_seconds if self._playback else 1.0)
+                                 spare_seconds=self._playback.limits.min_slack_seconds if self._playback else 1.0,
+                                 head_start_seconds=self._playback.limits.head_start_seconds if self._playback else 5.0)
         # ... and the engine steps aside while a reply's first block waits at the codec (engine/first_audio_hold.py).
         self._hold = FirstAudioHold(self.codec, self._playback.waits_for_first_audio) if self._playback else None
         self._observer = StepMetrics(self.metrics, self.step_cost, frame_seconds, settings.max_batch)

@@ -9,7 +9,8 @@ The engine's steps and the codec's decoding share the CPU's cores: run at once, 
   the first sound is what a household waits for (a Voice PE gives up after ~2 s), and a reader's next block coming
   a few steps later costs it at most that much silence.
 - HEAD_START: a step runs a reply in its head start (less than head_start_seconds written). Listeners with at least
-  `spare_seconds` of audio left wait: they lose nothing by it.
+  `spare_seconds` of audio left wait: they lose nothing by it. Not those in their own head start, however much they
+  have to spare: their first sound through Home Assistant's conversion waits for 5 s written.
 
 The level is a state, not a per-step pulse: it stays from the first step that runs such a reply to the first one that
 runs none (or an idle engine), so the codec cannot slip a block into the gap between two of the announcement's
