@@ -200,6 +200,14 @@ def test_between_readers_the_least_slack_goes_next_block_by_block():
     assert Sink.order == ["a", "a", "b", "b", "a"]
 
 
+def held_until_quiet(urgent: UrgentSteps, sink: Sink) -> None:
+    """`sink` gets nothing while the engine's level stays up (held while the head start runs), and all of its audio
+    once the engine marks a quiet step."""
+    assert not sink.done.wait(0.5) and sink.pcm == []
+    urgent.mark(QUIET)
+    assert sink.done.wait(60)
+
+
 def test_while_the_engine_runs_a_head_start_a_listener_with_audio_to_spare_waits():
     """Under the playback policy the engine marks the steps that make a head start's frames; meanwhile the codec
     decodes only listeners with no audio to spare (no audio yet, or less than spare_seconds left), and the others
@@ -219,9 +227,7 @@ def test_while_the_engine_runs_a_head_start_a_listener_with_audio_to_spare_waits
     codec.start()
     try:
         assert low.done.wait(60) and new.done.wait(60)
-        assert not reader.done.wait(0.5) and reader.pcm == []  # held while the head start runs
-        urgent.mark(QUIET)
-        assert reader.done.wait(60)
+        held_until_quiet(urgent, reader)
     finally:
         urgent.mark(QUIET)
         codec.stop(10)
@@ -249,9 +255,7 @@ def test_a_head_starts_own_blocks_go_out_during_the_head_start_though_it_has_aud
     codec.start()
     try:
         assert starting.done.wait(10) and len(starting.pcm) == 2  # the old rule held it until its slack fell to 1 s
-        assert not reader.done.wait(0.5) and reader.pcm == []  # held while the head start runs
-        urgent.mark(QUIET)
-        assert reader.done.wait(60)
+        held_until_quiet(urgent, reader)
     finally:
         urgent.mark(QUIET)
         codec.stop(10)
