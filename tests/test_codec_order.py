@@ -239,12 +239,12 @@ def test_a_head_starts_own_blocks_go_out_during_the_head_start_though_it_has_aud
     for (Home Assistant's conversion releases its first sound only at 5 s written), so its blocks go out as they are
     made, however far ahead of its listener they are; a reader past its head start with as much to spare waits."""
     urgent = UrgentSteps()
-    # A head start of 30 s (the server's is scheduler.head_start_seconds, 5 s): wide margins for a slow machine, since
+    # A head start of 60 s (the server's is scheduler.head_start_seconds, 5 s): wide margins for a slow machine, since
     # the clocks run in real time. Compiled before the clocks start.
-    codec = CodecWorker(TINY, "", urgent=urgent, spare_seconds=1.0, head_start_seconds=30.0)
+    codec = CodecWorker(TINY, "", urgent=urgent, spare_seconds=1.0, head_start_seconds=60.0)
     starting_clock, reader_clock = PlaybackClock(), PlaybackClock()
-    starting_clock.wrote(20.0)  # 20 s written, all still to play: plenty to spare, but short of its head start
-    reader_clock.wrote(40.0)
+    starting_clock.wrote(40.0)  # 40 s written, all still to play: plenty to spare, but short of its head start
+    reader_clock.wrote(80.0)
     starting, reader = Sink("starting", starting_clock), Sink("reader", reader_clock)
     Sink.order = []
     urgent.mark(HEAD_START)
@@ -254,7 +254,7 @@ def test_a_head_starts_own_blocks_go_out_during_the_head_start_though_it_has_aud
         codec.close(seq_id, sink)
     codec.start()
     try:
-        assert starting.done.wait(10) and len(starting.pcm) == 2  # the old rule held it until its slack fell to 1 s
+        assert starting.done.wait(20) and len(starting.pcm) == 2  # the old rule held it until its slack fell to 1 s
         held_until_quiet(urgent, reader)
     finally:
         urgent.mark(QUIET)
