@@ -103,7 +103,7 @@ def parse_args(argv=None):
     p.add_argument("--rate", type=float, help="Poisson mean arrivals per second (default: --load x measured capacity)")
     p.add_argument("--load", type=float, default=0.7, help="Poisson load as a fraction of the measured capacity")
     p.add_argument("--readers", type=int, help="rooms reading long texts against the announcement (default 7)")
-    p.add_argument("--probes", type=int, help="announcements alone and under contention (default 3)")
+    p.add_argument("--probes", type=int, help="announcements alone and under contention (default 3; 0 leaves it out)")
     p.add_argument("--readout-words", type=int, default=200, help="least words of a read-out")
     p.add_argument("--mode", default="ha", choices=["ha", "stream", "oneshot"],
                    help="ha: assistant replies streamed, the rest one-shot (as Home Assistant sends them)")
@@ -114,6 +114,9 @@ def parse_args(argv=None):
     p.add_argument("--timeout", type=float, help="seconds per request before it counts as failed")
     p.add_argument("--start-timeout", type=float, help="seconds for a server to load and compile")
     p.add_argument("--skip-engine", action="store_true", help="leave out the engine-level measurements")
+    p.add_argument("--skip-fcfs", action="store_true",
+                   help="leave out the FCFS server: with --static-rooms \"\" --serial-rooms \"\", the playback server "
+                        "alone (an A/B of two builds in half the time)")
     p.add_argument("--inference-precision", default="", choices=["", "f32", "bf16", "f16"],
                    help="engine.inference_precision of every server and the engine level (default: the plugin's); "
                         "f32 with ONEDNN_MAX_CPU_ISA=AVX2 in the environment is the AVX2-limited run")

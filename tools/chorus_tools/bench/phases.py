@@ -117,6 +117,8 @@ async def poisson(server: ServerProcess, plan: Plan, rate: float, client: Client
 
 
 async def contend(server: ServerProcess, plan: Plan, client: ClientSettings, results: dict) -> None:
+    if not plan.probes:  # --probes 0: left out (its readers would run for nothing)
+        return
     scenario = await measured(server, contention(server.port, plan.readers, plan.probes, BENCH_SEED,
                                                  plan.readout_words, client))
     results["scenarios"].append(scenario)
@@ -191,7 +193,8 @@ async def run_servers(model: Path, plan: Plan, scratch: Path, client: ClientSett
         await poisson(server, plan, rate, client, results)
         await contend(server, plan, client, results)
 
-    phases["fcfs"] = await server_phase("fcfs", model, {"scheduler": {"policy": "fcfs"}}, plan, scratch, fcfs)
+    if plan.fcfs:  # --skip-fcfs leaves it out
+        phases["fcfs"] = await server_phase("fcfs", model, {"scheduler": {"policy": "fcfs"}}, plan, scratch, fcfs)
 
     async def static(server, results):
         await sweep(server, plan, plan.static_rooms, client, results)

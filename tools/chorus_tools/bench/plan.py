@@ -35,6 +35,7 @@ class Plan:
     mode: str
     readout_words: int
     inference_precision: str = ""  # engine.inference_precision of every server and the engine level; "" = default
+    fcfs: bool = True  # run the FCFS server beside the playback one (issue 18's baseline)
     weights_mix: dict[str, float] = field(default_factory=lambda: {"announce": 5, "assistant": 4, "readout": 1})
 
 
@@ -62,4 +63,5 @@ def make_plan(args) -> Plan:
         mode=args.mode,
         readout_words=args.readout_words,
         inference_precision=getattr(args, "inference_precision", "") or "",
+        fcfs=not getattr(args, "skip_fcfs", False),
     )
