@@ -97,10 +97,11 @@ from wyoming_chorus.frontend.normalize.rules import SYMBOLS
         ("zh", "21.5 °C", "21.5摄氏度"),
         ("ja", "21.5 °C", "21.5度"),
         ("ko", "21.5 °C", "21.5도"),
-        # languages the model lacks: the closest rules it has
-        ("nl", "21,5 °C", "einundzwanzig Komma fünf Grad Celsius"),
-        ("pl", "5 °C", "пять градусов Цельсия"),
-        ("tr", "5 °C", "five degrees Celsius"),
+        # languages the model lacks: left as written, not read with another language's words ("over eins uur")
+        ("nl", "Over 1 uur gaat de wekker, het is 21,5 °C.", "Over 1 uur gaat de wekker, het is 21,5 °C."),
+        ("nl_NL", "om 14:00 op 3 mei 2026", "om 14:00 op 3 mei 2026"),
+        ("pl", "5 °C", "5 °C"),
+        ("tr", "5 °C", "5 °C"),
     ],
 )
 def test_spoken_forms(language, text, spoken):

@@ -26,6 +26,17 @@ TABLE = {
         ("PM2.5 is 12 µg/m³, CO2 is 650 ppm, 40 dB, 320 lx, rain 2.5 mm.",
          "PM2.5 is twelve micrograms per cubic metre, CO2 is six hundred and fifty parts per million, forty "
          "decibels, three hundred and twenty lux, rain two point five millimetres."),
+        # 24-hour times on the 12-hour clock, as English speakers say the time of day
+        ("The meeting starts at 14:00.", "The meeting starts at two PM."),
+        ("Sunset at 21:15, the heating turns off at 00:00 and back on at 06:45.",
+         "Sunset at nine fifteen PM, the heating turns off at midnight and back on at six forty-five."),
+        ("Lunch is at 12:00, the dishwasher ends at 00:30.",
+         "Lunch is at noon, the dishwasher ends at twelve thirty AM."),
+        # a day before its month: "the third of May"
+        ("Bin collection on 3 May 2026.", "Bin collection on the third of May, twenty twenty-six."),
+        ("Today is Sunday, 3rd May.", "Today is Sunday, the third of May."),
+        # a unit with no number before it
+        ("Electricity costs 30 cents per kWh.", "Electricity costs thirty cents per kilowatt hour."),
     ],
     "de": [
         ("21.5 °C und sonnig", "einundzwanzig Komma fünf Grad Celsius und sonnig"),
@@ -45,6 +56,19 @@ TABLE = {
          "Die Waschmaschine zieht eintausendachthundert Watt bei zweihundertdreißig Volt."),
         ("Termin am 29.11. um 14:30 Uhr", "Termin am neunundzwanzigsten November um vierzehn Uhr dreißig"),
         ("Luftfeuchtigkeit 55 %, 1 kWh", "Luftfeuchtigkeit fünfundfünfzig Prozent, eine Kilowattstunde"),
+        # a one before a noun: in the case its preposition asks, and "ein" where no noun follows unit tables
+        ("Der Wecker klingelt in 1 Stunde.", "Der Wecker klingelt in einer Stunde."),
+        ("Die Waschmaschine ist seit 1 Tag fertig, nach 1 h Pause, für 1 Euro.",
+         "Die Waschmaschine ist seit einem Tag fertig, nach einer Stunde Pause, für einen Euro."),
+        ("Es gibt 1 neue Nachricht, 1 Fenster ist offen.", "Es gibt eine neue Nachricht, ein Fenster ist offen."),
+        ("Ab 1 Uhr sinkt es um 1 Grad.", "Ab ein Uhr sinkt es um ein Grad."),
+        # ordinals after an article
+        ("Am Sonntag ist der 1. Advent.", "Am Sonntag ist der erste Advent."),
+        ("Das Paket liegt im 3. Stock, in der 2. Etage ist es zum 1. Mal warm.",
+         "Das Paket liegt im dritten Stock, in der zweiten Etage ist es zum ersten Mal warm."),
+        ("Es sind 3. Morgen wird es kälter.", "Es sind drei. Morgen wird es kälter."),  # no article: a sentence end
+        ("Strompreis: 32 Cent/kWh, pro kWh also 0,32 €.",
+         "Strompreis: zweiunddreißig Cent pro Kilowattstunde, pro Kilowattstunde also zweiunddreißig Cent."),
     ],
     "fr": [
         ("Il est 07:30", "Il est sept heures trente"),

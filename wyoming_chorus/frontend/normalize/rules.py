@@ -64,13 +64,17 @@ class Rules:
     units: Mapping[str, Noun]                   # every symbol of SYMBOLS, and the language's own abbreviations
     money: Mapping[str, tuple[Noun, Noun]] = field(default_factory=dict)  # symbol -> (major, minor)
     conjunction: str = ""                       # between money's major and minor parts
-    per: str = ""                               # a price per unit: "0,32 €/kWh"
+    per: str = ""                               # a price per unit: "0,32 €/kWh"; a unit after it ("per kWh")
+    price: str = "{amount} {per} {unit}"        # the order a price per unit is said in (Japanese: unit first)
     range: str = ""                             # a range with a unit ("20-22 °C"), with {low} and {high}
     range_case: str = ""                        # the case its numbers take (Russian "от двадцати до двадцати двух")
     range_fraction: str = ""                    # the range when a bound has decimals, if it differs
     months: tuple[str, ...] = ()                # as written after a day (Russian: genitive); empty: no dates
     date: str = ""                              # with {day}, {month} and {year}, the formatted `year` or ""
+    date_day_first: str = ""                    # English "3 May": "the third of May", when `date` is month first
     year: str = ""                              # with {year}
+    year_written: str = ""                      # a regex of what a date's year may be followed by that `year` says
+    year_nouns: Mapping[str, str] = field(default_factory=dict)  # noun -> ordinal tag: "в 2026 году" is ordinal
     # Word before a date -> the case its day takes. Only after these words is "29.11." (no year) a date: after
     # anything else it is as likely a number ending a sentence ("Es sind 21.5.").
     day_case: Mapping[str, str] = field(default_factory=dict)
@@ -84,8 +88,10 @@ class Rules:
     clock_suffix: str = ""                      # a regex of what may follow a time and is said by it ("Uhr")
     clock_h: bool = False                       # "19h30" is a time
     am_pm: bool = False                         # "7 pm", "12:05 p.m."
+    twelve_hour: tuple[str, str] | None = None  # (midnight, noon): a 24-hour time is said on the 12-hour clock
     ordinals: Mapping[str, str] = field(default_factory=dict)  # suffix of a numeric ordinal -> tag for `ordinal`
     gender_after: Mapping[str, str] = field(default_factory=dict)  # word -> the gender of a number after it
+    case_after: Mapping[str, str] = field(default_factory=dict)    # word -> the case of a number after it
     fraction_as_number: bool = False            # "21,25": "coma veinticinco", not "coma dos cinco"
     digits_stay: bool = False                   # numbers are left to the model (Chinese, Japanese, Korean)
     # The language's own words, where num2words' plain ones do not do. Each may raise what num2words raises.
@@ -94,4 +100,10 @@ class Rules:
     day: Callable[[int, str], str] | None = None             # a date's day (number, case); None: the ordinal
     year_words: Callable[[int], str] | None = None           # None: num2words' "year"
     decimal_words: Callable[[str, str], str] | None = None   # (integer digits, fractional digits), in place of point
+    # The gender of the noun a plain number counts, told from the text after it ("1 Fenster", "1 ventana"): "" for
+    # none. Without it, a number before a noun is said as when counting ("eins", "uno").
+    gender_of: Callable[[str], str] | None = None
+    # (tag from `ordinals`, the text before, the text after) -> the tag the ordinal takes there, or None where it is
+    # no ordinal: German "der 1. Advent" (a "." that ends sentences elsewhere), Spanish "el primer aviso".
+    ordinal_context: Callable[[str, str, str], str | None] | None = None
     form: Callable[[int, bool, str], int] = singular_for_one  # (number, has decimals, case) -> index into forms
