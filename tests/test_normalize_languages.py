@@ -103,6 +103,12 @@ TABLE = {
         ("Cita el 29/11/2026 a las 19:30 h.",
          "Cita el veintinueve de noviembre de dos mil veintiséis a las diecinueve y treinta."),
         ("Humedad del 55 %, 3,50 €", "Humedad del cincuenta y cinco por ciento, tres euros con cincuenta céntimos"),
+        # apocope before a masculine noun; a noun's gender after a number
+        ("Es el 1.º aviso: el 3.er piso sigue abierto, es el 1.º de la lista.",
+         "Es el primer aviso: el tercer piso sigue abierto, es el primero de la lista."),
+        ("Tienes 1 mensaje nuevo y 1 ventana abierta desde hace 21 noches.",
+         "Tienes un mensaje nuevo y una ventana abierta desde hace veintiuna noches."),
+        ("El 1° piso tiene 1° más.", "El primer piso tiene un grado más."),
     ],
     "it": [
         ("Sono le 07:30", "Sono le sette e trenta"),
@@ -117,6 +123,9 @@ TABLE = {
         ("Appuntamento il 29/11/2026 alle 19:30.",
          "Appuntamento il ventinove novembre duemilaventisei alle diciannove e trenta."),
         ("Il 1° maggio, umidità 55 %", "Il primo maggio, umidità cinquantacinque per cento"),
+        ("Hai 1 messaggio nuovo, 1 finestra aperta e 1 sconto.",
+         "Hai un messaggio nuovo, una finestra aperta e uno sconto."),
+        ("Il 1° piano è a 1° sopra lo zero.", "Il primo piano è a un grado sopra lo zero."),
     ],
     "pt": [
         ("São 7 e meia", "São sete e meia"),
@@ -132,6 +141,8 @@ TABLE = {
         ("Consulta a 29/11/2026 às 19h30.",
          "Consulta a vinte e nove de novembro de dois mil e vinte e seis às dezanove e trinta."),
         ("às 22:00, 1º de maio", "às vinte e duas horas, primeiro de maio"),
+        ("Tem 1 mensagem nova, 2 portas abertas e 1 dia de atraso.",
+         "Tem uma mensagem nova, duas portas abertas e um dia de atraso."),
     ],
     "pt_BR": [
         ("Consulta em 16/11/2026 às 19h30, 16 km", "Consulta em dezesseis de novembro de dois mil e vinte e seis às "

@@ -33,7 +33,7 @@ def _cardinal(number: int, gender: str, case: str) -> str:
     return num2words(number, lang="de")
 
 
-def _gender_of(after: str) -> str:
+def _gender_of(digits: str, after: str) -> str:
     """The gender of the noun after a number ("1 Fenster", "1 neue Nachricht"): nouns are capitalised, an adjective
     before one ends in -e, -er, -es or -en; "" when no noun follows ("1 und 2", "Raum 1 ist frei")."""
     words = _NEXT_WORDS.match(after)

@@ -4,6 +4,7 @@ speller.py; the languages are the lang_*.py files beside this one.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -102,8 +103,19 @@ class Rules:
     decimal_words: Callable[[str, str], str] | None = None   # (integer digits, fractional digits), in place of point
     # The gender of the noun a plain number counts, told from the text after it ("1 Fenster", "1 ventana"): "" for
     # none. Without it, a number before a noun is said as when counting ("eins", "uno").
-    gender_of: Callable[[str], str] | None = None
+    gender_of: Callable[[str, str], str] | None = None       # (the number's digits, the text after it)
     # (tag from `ordinals`, the text before, the text after) -> the tag the ordinal takes there, or None where it is
     # no ordinal: German "der 1. Advent" (a "." that ends sentences elsewhere), Spanish "el primer aviso".
     ordinal_context: Callable[[str, str, str], str | None] | None = None
     form: Callable[[int, bool, str], int] = singular_for_one  # (number, has decimals, case) -> index into forms
+
+
+_NEXT_WORD = re.compile(r"\s+([^\W\d_]+)")
+
+
+def next_word(after: str, not_nouns: frozenset[str]) -> str | None:
+    """The word right after a number when it may be the noun it counts (or an adjective before one): written in
+    lower case, and none of the language's `not_nouns` (articles, prepositions, conjunctions, verbs)."""
+    found = _NEXT_WORD.match(after)
+    word = found[1] if found else None
+    return word if word is not None and word.islower() and word not in not_nouns else None
