@@ -16,7 +16,7 @@ SYMBOLS = (
 )
 # Other spellings of the same units, read as the unit they stand for (HA writes the micro sign, people the Greek mu).
 ALIASES = {"℃": "°C", "℉": "°F", "μg/m³": "µg/m³", "ug/m³": "µg/m³", "µg/m3": "µg/m³", "m3": "m³", "m2": "m²",
-           "L": "l", "kwh": "kWh", "KWh": "kWh", "km/u": "km/h"}
+           "L": "l", "kwh": "kWh", "KWh": "kWh", "km/u": "km/h", "%RH": "%", "% RH": "%"}
 # Currencies written as codes, read as their symbol.
 CURRENCY_CODES = {"EUR": "€", "USD": "$", "GBP": "£", "RUB": "₽", "CNY": "¥", "JPY": "¥", "KRW": "₩", "CHF": "CHF"}
 

@@ -62,7 +62,10 @@ class Speller:
             # symbol ("km/h" stays whole)
             per_word = re.escape(r.per)
             add(rf"(?<!\w)(?:(?P<per>{per_word})\s|(?P<word>[^\W\d_]+\.?)/)(?P<unit>{symbols}){end}", self._per_unit)
-        if not r.digits_stay:
+        if r.digits_stay:  # a unit with no number, in text of another script: "每kWh"; not "A级" (one letter)
+            bare = "|".join(re.escape(u) for u in sorted(self._units, key=len, reverse=True) if len(u) > 1)
+            add(rf"(?<![A-Za-z0-9_/.,])(?P<unit>{bare})(?![A-Za-z0-9_])", lambda m: self._unit_name(m["unit"]))
+        else:
             # Tokens with a letter ("v1.2", "MP3") are names: matched whole, so that none of their digits is read.
             # Only from a word's start, and possessively: each word is scanned once, not once from each of its letters.
             add(r"(?P<name>(?<!\w)[\d_]*+[^\W\d_]\w*+(?:[.,]\d+)+)|" + signed.replace("@", ""), self._plain_number)
@@ -124,8 +127,10 @@ class Speller:
         return r.price.format(amount=text, per=r.per, unit=self._unit_name(per)) if per else text
 
     def _unit_name(self, symbol: str) -> str:
-        """A unit's name, said with no number before it ("per kilowatt hour", "每千瓦时")."""
-        return self._units[symbol].forms[0].replace("{n}", "")
+        """A unit's name, said with no number before it ("per kilowatt hour", "每千瓦时"); the symbol itself where the
+        number stands inside the name ("每小时{n}公里")."""
+        before, _, after = self._units[symbol].forms[0].partition("{n}")
+        return symbol if before and after else before + after
 
     def _per_unit(self, m: re.Match) -> str:
         word = m["word"]
