@@ -61,6 +61,8 @@ TABLE = {
         ("Die Waschmaschine ist seit 1 Tag fertig, nach 1 h Pause, für 1 Euro.",
          "Die Waschmaschine ist seit einem Tag fertig, nach einer Stunde Pause, für einen Euro."),
         ("Es gibt 1 neue Nachricht, 1 Fenster ist offen.", "Es gibt eine neue Nachricht, ein Fenster ist offen."),
+        ("Es gibt 1 Termin heute, du hast 1 Paket, Raum 1 ist frei.",
+         "Es gibt einen Termin heute, du hast ein Paket, Raum eins ist frei."),
         ("Ab 1 Uhr sinkt es um 1 Grad.", "Ab ein Uhr sinkt es um ein Grad."),
         # ordinals after an article
         ("Am Sonntag ist der 1. Advent.", "Am Sonntag ist der erste Advent."),
@@ -86,6 +88,9 @@ TABLE = {
         ("Rendez-vous le 29/11/2026 à 19h30.",
          "Rendez-vous le vingt-neuf novembre deux mille vingt-six à dix-neuf heures trente."),
         ("Humidité 55 %, le 1er étage", "Humidité cinquante-cinq pour cent, le premier étage"),
+        # a feminine noun after a number
+        ("Vous avez 1 nouveau message, 1 fenêtre est ouverte et 1 alarme active depuis 21 semaines.",
+         "Vous avez un nouveau message, une fenêtre est ouverte et une alarme active depuis vingt et une semaines."),
     ],
     "es": [
         ("Son las 7 y 05 minutos de la tarde", "Son las siete y cinco minutos de la tarde"),
@@ -181,6 +186,8 @@ TABLE = {
         ("Ночью до 5 °C, влажность около 20 %.", "Ночью до пяти градусов Цельсия, влажность около двадцати процентов."),
         ("У вас 1 новое сообщение, 2 двери открыты, 1 окно тоже.",
          "У вас одно новое сообщение, две двери открыты, одно окно тоже."),
+        ("Дверь открыта уже 1 час и 1 минуту, свет погаснет через 21 минуту.",
+         "Дверь открыта уже один час и одну минуту, свет погаснет через двадцать одну минуту."),
     ],
     "zh": [
         ("现在21.5 °C，晴。", "现在21.5摄氏度，晴。"),

@@ -29,23 +29,23 @@ class Calendar:
         if r.months:
             # What the template says after the year may be written too ("3 мая 2026 года"): said once.
             said = rf"(?:\s?(?:{r.year_written}))?" if r.year_written else ""
-            add(r"(?<![\d.\-/])(?P<y>\d{4})(?P<s>[-/])(?P<m>\d{1,2})(?P=s)(?P<d>\d{1,2})(?![\d\-/])", self._date)
-            year = rf"(?:(?P<y>\d{{4}}){said})" + ("?" if r.day_case else "")  # "am 29.11." needs no year in German
-            add(rf"(?<![\d.])(?P<d>\d{{1,2}})\.(?P<m>\d{{1,2}})\.{year}(?!\d)", self._date)
-            if r.slash_dates:
-                add(rf"(?<![\d/.])(?P<d>\d{{1,2}})/(?P<m>\d{{1,2}})/(?P<y>\d{{4}}){said}(?![\d/])", self._date)
-            if not r.digits_stay:
+            if not r.digits_stay:  # first: the words other date passes write ("January first") have no digits
                 names = "|".join(re.escape(name) for name in r.months)
                 year_after = rf"(?:,?\s(?:de\s)?(?P<y>\d{{4}})(?!\d){said})?"
                 if r.date.startswith("{month}"):  # "May 3rd, 2026"
                     add(rf"(?<!\w)(?P<mn>(?i:{names}))\s(?P<d>\d{{1,2}})(?:st|nd|rd|th)?(?!\w){year_after}",
                         self._date)
                 if r.date_day_first:  # "3 May 2026": the name capitalised, as "3 may be" is not a date
-                    add(rf"(?<![\d.,])(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s(?P<df>{names})(?!\w){year_after}",
+                    add(rf"(?<![\w.,])(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s(?P<df>{names})(?!\w){year_after}",
                         self._date)
                 else:  # "3. Mai", "1er mai", "3 de mayo", "1° maggio", "3 мая"
-                    add(rf"(?<![\d.,])(?P<d>\d{{1,2}})(?:\.|er|º|°)?\s(?:de\s)?(?P<mn>(?i:{names}))(?!\w){year_after}",
+                    add(rf"(?<![\w.,])(?P<d>\d{{1,2}})(?:\.|er|º|°)?\s(?:de\s)?(?P<mn>(?i:{names}))(?!\w){year_after}",
                         self._date)
+            add(r"(?<![\d.\-/])(?P<y>\d{4})(?P<s>[-/])(?P<m>\d{1,2})(?P=s)(?P<d>\d{1,2})(?![\d\-/])", self._date)
+            year = rf"(?:(?P<y>\d{{4}}){said})" + ("?" if r.day_case else "")  # "am 29.11." needs no year in German
+            add(rf"(?<![\d.])(?P<d>\d{{1,2}})\.(?P<m>\d{{1,2}})\.{year}(?!\d)", self._date)
+            if r.slash_dates:
+                add(rf"(?<![\d/.])(?P<d>\d{{1,2}})/(?P<m>\d{{1,2}})/(?P<y>\d{{4}}){said}(?![\d/])", self._date)
         if r.clock[0]:
             ampm = r"\s?(?P<ap@>[aApP])\.?\s?[mM](?![a-zA-Z])"
             suffix = (f"(?:{ampm.replace('@', '')})?" if r.am_pm

@@ -14,9 +14,10 @@ _ONE = {"f": {"d": "einer", "g": "einer"}, "m": {"a": "einen", "d": "einem", "g"
         "n": {"d": "einem", "g": "eines"}}
 _CASE_AFTER = {**dict.fromkeys(("aus", "bei", "mit", "nach", "seit", "von", "zu", "ab", "binnen", "in", "vor"), "d"),
                **dict.fromkeys(("für", "um", "durch", "ohne", "gegen", "über", "auf", "bis", "pro"), "a"),
+               **dict.fromkeys(("gibt", "habe", "hast", "hat", "haben", "habt"), "a"),  # "es gibt einen Termin"
                **dict.fromkeys(("innerhalb", "außerhalb", "während", "wegen"), "g")}
 # A noun's gender from its ending (most feminine nouns end so), or from a few household nouns that do not tell it.
-_FEMININE = re.compile(r"(?:e|ung|heit|keit|schaft|ion|tät|ik|ei|in|ur)$")
+_FEMININE = re.compile(r"(?:e|ung|heit|keit|schaft|ion|tät|ik|ei|ur)$")
 _FEMININE_NOUNS = frozenset(("Nachricht", "Tür", "Nacht", "Zeit", "Person", "Fahrt", "Rechnung", "Pflanze"))
 _NEUTER = re.compile(r"(?:chen|lein|ment|um|tum|nis|ier|er)$")  # "Fenster", "Zimmer", "Zertifikat" stay guesses
 _NEUTER_NOUNS = frozenset(("Jahr", "Mal", "Licht", "Gerät", "Grad", "Prozent", "Stück", "Paket", "Glas", "Bad"))

@@ -44,7 +44,7 @@ def _gender_of(digits: str, after: str) -> str:
     word = next_word(after, _NOT_NOUNS)
     if word is None:
         return ""
-    listed = {word, word.removesuffix("s")}  # "noches", "días"
+    listed = {word, word.removesuffix("s"), word.removesuffix("es")}  # "noches", "días", "luces"
     if listed & _FEMININE_NOUNS or listed & _MASCULINE_NOUNS:
         return "f" if listed & _FEMININE_NOUNS else "m"
     return "f" if _FEMININE_ENDING.search(word) else "m"

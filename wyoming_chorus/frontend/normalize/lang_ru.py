@@ -20,12 +20,15 @@ _FEMININE_SOFT = frozenset(("дверь", "ночь", "часть", "площа�
 def _gender_of(digits: str, after: str) -> str:
     """The gender of the noun after a number that has one (1, 21: "одна минута", "одно окно") or two (2, 22: "две
     двери"), from the noun's ending: after 1 it is in the nominative (-а, -я feminine; -о, -е neuter; -ость
-    feminine), after 2 to 4 in the genitive singular (-ы, -и feminine; -а, -я masculine or neuter alike)."""
+    feminine) or a feminine accusative (-у, -ю: "одну минуту"), after 2 to 4 in the genitive singular (-ы, -и
+    feminine; -а, -я masculine or neuter alike)."""
     word = next_word(after, _NOT_NOUNS)
     tens = int(digits[-2:])
     if word is None or 11 <= tens <= 14:
         return ""
     if tens % 10 == 1:
+        if word.endswith(("у", "ю")):  # the accusative of a feminine noun: "через одну минуту"
+            return "f a"
         if word.endswith(("а", "я", "ость")) or word in _FEMININE_SOFT:
             return "f"
         return "n" if word.endswith(("о", "е", "ё")) else "m"

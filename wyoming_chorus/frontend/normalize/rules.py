@@ -101,8 +101,9 @@ class Rules:
     day: Callable[[int, str], str] | None = None             # a date's day (number, case); None: the ordinal
     year_words: Callable[[int], str] | None = None           # None: num2words' "year"
     decimal_words: Callable[[str, str], str] | None = None   # (integer digits, fractional digits), in place of point
-    # The gender of the noun a plain number counts, told from the text after it ("1 Fenster", "1 ventana"): "" for
-    # none. Without it, a number before a noun is said as when counting ("eins", "uno").
+    # The gender of the noun a plain number counts, told from the text after it ("1 Fenster", "1 ventana"), and its
+    # case after a space where the noun's ending tells one (Russian "одну минуту": "f a"); "" for no noun. Without
+    # it, a number before a noun is said as when counting ("eins", "uno").
     gender_of: Callable[[str, str], str] | None = None       # (the number's digits, the text after it)
     # (tag from `ordinals`, the text before, the text after) -> the tag the ordinal takes there, or None where it is
     # no ordinal: German "der 1. Advent" (a "." that ends sentences elsewhere), Spanish "el primer aviso".

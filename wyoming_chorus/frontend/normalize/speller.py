@@ -86,7 +86,8 @@ class Speller:
             before = word_before(m)
             gender, case = r.gender_after.get(before, ""), r.case_after.get(before, "")
         if not gender and r.gender_of and m["frac"] is None:  # "ein Fenster", "un mensaje": the noun it counts
-            gender = r.gender_of(self.words.plain(m["int"]), text_after(m))
+            gender, _, told_case = r.gender_of(self.words.plain(m["int"]), text_after(m)).partition(" ")
+            case = told_case or case
         words = self.words.number(m["sign"], m["int"], m["frac"], gender, case)
         glued = m.end() < len(m.string) and m.string[m.end()].isalpha()
         return words + " " if glued else words  # "3D" -> "three D"
