@@ -53,6 +53,9 @@ from wyoming_chorus.frontend.normalize.rules import SYMBOLS
         ("en", "$1.01", "one dollar and one cent"),
         ("en", "$0.99", "ninety-nine cents"),
         ("en", "12 EUR", "twelve euros"),
+        # a unit with no number
+        ("en", "30 cents per kWh, 2 € per m, A/C on", "thirty cents per kilowatt hour, two euros per metre, A/C on"),
+        ("fr", "Passez par l'entrée, 20 centimes par kWh.", "Passez par l'entrée, vingt centimes par kilowattheure."),
         # names, codes and glued letters
         ("en", "MP3 and H2O, v1.2", "MP3 and H2O, v1.2"),
         ("en", "code 0042", "code zero zero four two"),

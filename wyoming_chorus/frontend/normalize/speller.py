@@ -59,9 +59,10 @@ class Speller:
         add(rf"{start}{signed.replace('@', '')}\s?(?P<unit>{units}){end}", self._quantity)
         if r.per and not r.digits_stay:
             # A unit with no number: "per kWh", and after a word ("32 Cent/kWh", "руб./кВт·ч"), not inside a
-            # symbol ("km/h" stays whole)
+            # symbol ("km/h" stays whole) nor an elided article ("par l'entrée")
             per_word = re.escape(r.per)
-            add(rf"(?<!\w)(?:(?P<per>{per_word})\s|(?P<word>[^\W\d_]+\.?)/)(?P<unit>{symbols}){end}", self._per_unit)
+            add(rf"(?<!\w)(?:(?P<per>{per_word})\s|(?P<word>[^\W\d_]+\.?)/)(?P<unit>{symbols}){end}(?!['’])",
+                self._per_unit)
         if r.digits_stay:  # a unit with no number, in text of another script: "每kWh"; not "A级" (one letter)
             bare = "|".join(re.escape(u) for u in sorted(self._units, key=len, reverse=True) if len(u) > 1)
             add(rf"(?<![A-Za-z0-9_/.,])(?P<unit>{bare})(?![A-Za-z0-9_])", lambda m: self._unit_name(m["unit"]))
