@@ -37,6 +37,9 @@ TABLE = {
         ("Today is Sunday, 3rd May.", "Today is Sunday, the third of May."),
         # a unit with no number before it
         ("Electricity costs 30 cents per kWh.", "Electricity costs thirty cents per kilowatt hour."),
+        ("Agile price: 28p/kWh now, 15.5p/kWh at 02:00.",
+         "Agile price: twenty-eight pence per kilowatt hour now, fifteen point five pence per kilowatt hour at two "
+         "o'clock."),
     ],
     "de": [
         ("21.5 °C und sonnig", "einundzwanzig Komma fünf Grad Celsius und sonnig"),
@@ -69,8 +72,9 @@ TABLE = {
         ("Das Paket liegt im 3. Stock, in der 2. Etage ist es zum 1. Mal warm.",
          "Das Paket liegt im dritten Stock, in der zweiten Etage ist es zum ersten Mal warm."),
         ("Es sind 3. Morgen wird es kälter.", "Es sind drei. Morgen wird es kälter."),  # no article: a sentence end
-        ("Strompreis: 32 Cent/kWh, pro kWh also 0,32 €.",
-         "Strompreis: zweiunddreißig Cent pro Kilowattstunde, pro Kilowattstunde also zweiunddreißig Cent."),
+        ("Strompreis: 32 Cent/kWh, pro kWh also 0,32 €; nachts 1 ct/kWh weniger.",
+         "Strompreis: zweiunddreißig Cent pro Kilowattstunde, pro Kilowattstunde also zweiunddreißig Cent; nachts ein "
+         "Cent pro Kilowattstunde weniger."),
     ],
     "fr": [
         ("Il est 07:30", "Il est sept heures trente"),

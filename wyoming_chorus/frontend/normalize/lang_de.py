@@ -89,6 +89,7 @@ UNITS = {
     "MB": n("Megabyte", "Megabyte"), "Mbit/s": n("Megabit pro Sekunde", "Megabit pro Sekunde"),
     # German abbreviations
     "Std.": f("Stunde", "Stunden"), "Min.": f("Minute", "Minuten"), "Sek.": f("Sekunde", "Sekunden"),
+    "ct": m("Cent", "Cent"),  # "32 ct/kWh"
     "Uhr": n("Uhr", "Uhr", one="ein Uhr"),  # "ab 1 Uhr" is "ab ein Uhr": the hour is not declined
 }
 

@@ -28,6 +28,7 @@ UNITS = {
     "ppm": _unit("part per million", "parts per million"),
     "µg/m³": _unit("microgram per cubic metre", "micrograms per cubic metre"),
     "GB": _unit("gigabyte"), "MB": _unit("megabyte"), "Mbit/s": _unit("megabit per second", "megabits per second"),
+    "p": _unit("penny", "pence"),  # British energy prices: "28p/kWh"
 }
 
 RULES = Rules(
