@@ -82,3 +82,12 @@ def test_no_digit_or_unit_symbol_is_left(case):
     code, text = case
     spoken = normalize(text, code)
     assert not _left_behind(code, text, spoken), (text, spoken)
+
+
+@settings(derandomize=True, deadline=None, max_examples=200)
+@given(code=st.sampled_from(["nl", "nl_BE", "pl", "sv", "da", "cs", "tr", "fi"]),
+       text=st.lists(st.sampled_from(["over", "1", "uur", "21,5", "°C", "14:00", "3", "mei", "2026", "€", "5,50", "kWh",
+                                      " ", ". "]), max_size=12).map(" ".join))
+def test_a_language_the_model_lacks_keeps_its_numbers_as_written(code, text):
+    """Not read with another language's words ("over 1 uur" was "over eins uur"): the model gets the digits."""
+    assert normalize(text, code) == text
