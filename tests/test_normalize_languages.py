@@ -59,8 +59,10 @@ TABLE = {
          "Die Waschmaschine zieht eintausendachthundert Watt bei zweihundertdreißig Volt."),
         ("Termin am 29.11. um 14:30 Uhr", "Termin am neunundzwanzigsten November um vierzehn Uhr dreißig"),
         ("Luftfeuchtigkeit 55 %, 1 kWh", "Luftfeuchtigkeit fünfundfünfzig Prozent, eine Kilowattstunde"),
-        # a one before a noun: in the case its preposition asks, and "ein" where no noun follows unit tables
+        # a one before a noun is "ein", "eine", in the case its preposition asks (carried across "und")
         ("Der Wecker klingelt in 1 Stunde.", "Der Wecker klingelt in einer Stunde."),
+        ("Die Haustür ist seit 1 Stunde und 1 Minute offen.",
+         "Die Haustür ist seit einer Stunde und einer Minute offen."),
         ("Die Waschmaschine ist seit 1 Tag fertig, nach 1 h Pause, für 1 Euro.",
          "Die Waschmaschine ist seit einem Tag fertig, nach einer Stunde Pause, für einen Euro."),
         ("Es gibt 1 neue Nachricht, 1 Fenster ist offen.", "Es gibt eine neue Nachricht, ein Fenster ist offen."),
@@ -188,6 +190,7 @@ TABLE = {
          "сегодня двенадцать киловатт-часов."),
         # the genitive after до, от, около; a number's gender from the noun after it
         ("Ночью до 5 °C, влажность около 20 %.", "Ночью до пяти градусов Цельсия, влажность около двадцати процентов."),
+        ("Температура упадёт до 5 или 6 °C.", "Температура упадёт до пяти или шести градусов Цельсия."),
         ("У вас 1 новое сообщение, 2 двери открыты, 1 окно тоже.",
          "У вас одно новое сообщение, две двери открыты, одно окно тоже."),
         ("Дверь открыта уже 1 час и 1 минуту, свет погаснет через 21 минуту.",

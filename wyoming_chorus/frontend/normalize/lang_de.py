@@ -104,6 +104,6 @@ RULES = Rules(
     date="{day} {month}{year}", year=" {year}",
     day_case={"am": "n", "vom": "n", "zum": "n", "dem": "n", "den": "n", "der": "", "bis": "n", "ab": "n"},
     day=_day, cardinal=_cardinal, ordinal=_ordinal, ordinals={".": ""}, ordinal_context=_ordinal_context,
-    case_after=_CASE_AFTER, gender_of=_gender_of,
+    case_after=_CASE_AFTER, case_carriers=frozenset(("und", "oder")), gender_of=_gender_of,
     clock=("{hour} Uhr", "{hour} Uhr {minute}", "{hour} Uhr {minute}"), hour_gender="n", clock_suffix="Uhr",
 )

@@ -121,5 +121,6 @@ RULES = Rules(
               "-ого": "m g", "-му": "m d", "-ому": "m d", "-м": "m p", "-ом": "m p", "-ю": "f a", "-ой": "f g",
               "-х": "p g", "-ых": "p g"},
     cardinal=_cardinal, ordinal=_ordinal, decimal_words=_decimal, form=_form, case_after=_GENITIVE_AFTER,
+    case_carriers=frozenset(("и", "или")),
     gender_of=_gender_of,
 )

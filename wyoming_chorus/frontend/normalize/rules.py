@@ -93,6 +93,7 @@ class Rules:
     ordinals: Mapping[str, str] = field(default_factory=dict)  # suffix of a numeric ordinal -> tag for `ordinal`
     gender_after: Mapping[str, str] = field(default_factory=dict)  # word -> the gender of a number after it
     case_after: Mapping[str, str] = field(default_factory=dict)    # word -> the case of a number after it
+    case_carriers: frozenset[str] = frozenset()  # conjunctions the case carries across ("seit 1 h und 1 min")
     fraction_as_number: bool = False            # "21,25": "coma veinticinco", not "coma dos cinco"
     digits_stay: bool = False                   # numbers are left to the model (Chinese, Japanese, Korean)
     # The language's own words, where num2words' plain ones do not do. Each may raise what num2words raises.

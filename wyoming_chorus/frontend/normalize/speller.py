@@ -15,6 +15,8 @@ from wyoming_chorus.frontend.normalize.rules import ALIASES, CURRENCY_CODES, Nou
 from wyoming_chorus.frontend.normalize.words import NumberWords, text_after, word_before
 
 _ONLY_SPACE = re.compile(r"\s*\Z")
+# The word before the number before a conjunction, with its noun ("seit 1 Stunde und") or without ("до 5 и")
+_CARRIED = (re.compile(r"(?<!\w)(\w+)\s+\S+\s+\S+\s+\w+\s*\Z"), re.compile(r"(?<!\w)(\w+)\s+\S+\s+\w+\s*\Z"))
 
 
 class Speller:
@@ -77,6 +79,18 @@ class Speller:
             text = pattern.sub(replace, text)
         return re.sub(r"[ \t]{2,}", " ", text)
 
+    def _case(self, m: re.Match) -> str:
+        """The case the word before a number asks of it ("in einer Stunde"), carried across a conjunction after one
+        number and its noun ("seit einer Stunde und einer Minute"): "" for none."""
+        r = self.rules
+        before = word_before(m)
+        if before in r.case_carriers:
+            for carried in _CARRIED:
+                earlier = carried.search(m.string, max(0, m.start() - 64), m.start())
+                if earlier and earlier[1].lower() in r.case_after:
+                    return r.case_after[earlier[1].lower()]
+        return r.case_after.get(before, "")
+
     # ---- the passes ----------------------------------------------------------------------------------------------
     def _plain_number(self, m: re.Match) -> str:
         if m["name"]:
@@ -85,7 +99,7 @@ class Speller:
         gender = case = ""
         if r.gender_after or r.case_after:  # "a las 21": hours, "veintiuna"; "in einer Stunde"
             before = word_before(m)
-            gender, case = r.gender_after.get(before, ""), r.case_after.get(before, "")
+            gender, case = r.gender_after.get(before, ""), self._case(m)
         if not gender and r.gender_of and m["frac"] is None:  # "ein Fenster", "un mensaje": the noun it counts
             gender, _, told_case = r.gender_of(self.words.plain(m["int"]), text_after(m)).partition(" ")
             case = told_case or case
@@ -100,7 +114,7 @@ class Speller:
         if word:  # only the number changes: the writer chose the word's form (and case)
             noun = Noun((word,), noun.gender, noun.one if word == noun.forms[0] else None, noun.minus)
         if m.groupdict().get("int0") is None:
-            return words.amount(noun, m["sign"], m["int"], m["frac"], r.case_after.get(word_before(m), ""))
+            return words.amount(noun, m["sign"], m["int"], m["frac"], self._case(m))
         fractional = m["frac0"] is not None or m["frac"] is not None
         template, case = (r.range_fraction, "") if fractional and r.range_fraction else (r.range, r.range_case)
         low = words.number(m["sign0"], m["int0"], m["frac0"], noun.gender, case, noun.minus)
@@ -115,7 +129,7 @@ class Speller:
         first = m["cur"] is not None
         sign, whole, frac = (None, m["int"], m["frac"]) if first else (m["sign2"], m["int2"], m["frac2"])
         digits = words.plain(whole)
-        case = r.case_after.get(word_before(m), "")  # "für einen Euro"
+        case = self._case(m)  # "für einen Euro"
         # Not cents ("3.505 €" is a measured amount), or more than words can say: as a quantity, digit by digit.
         if r.digits_stay or (frac is not None and len(frac) > 2) or not words.says(digits):
             text = words.amount(major, sign, whole, frac, case)
