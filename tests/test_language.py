@@ -154,4 +154,4 @@ def test_a_language_the_voice_does_not_speak_is_named_for_the_warning():
     assert unspoken_language("OK", LANGUAGES) is None  # not told
     assert unspoken_language("La puerta del garaje está abierta.", ("en", "de")) == "es"
     assert unspoken_note("pl") == ("Polish (pl), which the model does not speak: spoken anyway, its numbers and units "
-                                   "read the Russian way")
+                                   "left as written")

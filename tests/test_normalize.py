@@ -53,6 +53,9 @@ from wyoming_chorus.frontend.normalize.rules import SYMBOLS
         ("en", "$1.01", "one dollar and one cent"),
         ("en", "$0.99", "ninety-nine cents"),
         ("en", "12 EUR", "twelve euros"),
+        # a unit with no number
+        ("en", "30 cents per kWh, 2 € per m, A/C on", "thirty cents per kilowatt hour, two euros per metre, A/C on"),
+        ("fr", "Passez par l'entrée, 20 centimes par kWh.", "Passez par l'entrée, vingt centimes par kilowattheure."),
         # names, codes and glued letters
         ("en", "MP3 and H2O, v1.2", "MP3 and H2O, v1.2"),
         ("en", "code 0042", "code zero zero four two"),
@@ -97,10 +100,11 @@ from wyoming_chorus.frontend.normalize.rules import SYMBOLS
         ("zh", "21.5 °C", "21.5摄氏度"),
         ("ja", "21.5 °C", "21.5度"),
         ("ko", "21.5 °C", "21.5도"),
-        # languages the model lacks: the closest rules it has
-        ("nl", "21,5 °C", "einundzwanzig Komma fünf Grad Celsius"),
-        ("pl", "5 °C", "пять градусов Цельсия"),
-        ("tr", "5 °C", "five degrees Celsius"),
+        # languages the model lacks: left as written, not read with another language's words ("over eins uur")
+        ("nl", "Over 1 uur gaat de wekker, het is 21,5 °C.", "Over 1 uur gaat de wekker, het is 21,5 °C."),
+        ("nl_NL", "om 14:00 op 3 mei 2026", "om 14:00 op 3 mei 2026"),
+        ("pl", "5 °C", "5 °C"),
+        ("tr", "5 °C", "5 °C"),
     ],
 )
 def test_spoken_forms(language, text, spoken):

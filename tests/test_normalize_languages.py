@@ -26,6 +26,20 @@ TABLE = {
         ("PM2.5 is 12 µg/m³, CO2 is 650 ppm, 40 dB, 320 lx, rain 2.5 mm.",
          "PM2.5 is twelve micrograms per cubic metre, CO2 is six hundred and fifty parts per million, forty "
          "decibels, three hundred and twenty lux, rain two point five millimetres."),
+        # 24-hour times on the 12-hour clock, as English speakers say the time of day
+        ("The meeting starts at 14:00.", "The meeting starts at two PM."),
+        ("Sunset at 21:15, the heating turns off at 00:00 and back on at 06:45.",
+         "Sunset at nine fifteen PM, the heating turns off at midnight and back on at six forty-five."),
+        ("Lunch is at 12:00, the dishwasher ends at 00:30.",
+         "Lunch is at noon, the dishwasher ends at twelve thirty AM."),
+        # a day before its month: "the third of May"
+        ("Bin collection on 3 May 2026.", "Bin collection on the third of May, twenty twenty-six."),
+        ("Today is Sunday, 3rd May.", "Today is Sunday, the third of May."),
+        # a unit with no number before it
+        ("Electricity costs 30 cents per kWh.", "Electricity costs thirty cents per kilowatt hour."),
+        ("Agile price: 28p/kWh now, 15.5p/kWh at 02:00.",
+         "Agile price: twenty-eight pence per kilowatt hour now, fifteen point five pence per kilowatt hour at two "
+         "o'clock."),
     ],
     "de": [
         ("21.5 °C und sonnig", "einundzwanzig Komma fünf Grad Celsius und sonnig"),
@@ -45,6 +59,24 @@ TABLE = {
          "Die Waschmaschine zieht eintausendachthundert Watt bei zweihundertdreißig Volt."),
         ("Termin am 29.11. um 14:30 Uhr", "Termin am neunundzwanzigsten November um vierzehn Uhr dreißig"),
         ("Luftfeuchtigkeit 55 %, 1 kWh", "Luftfeuchtigkeit fünfundfünfzig Prozent, eine Kilowattstunde"),
+        # a one before a noun is "ein", "eine", in the case its preposition asks (carried across "und")
+        ("Der Wecker klingelt in 1 Stunde.", "Der Wecker klingelt in einer Stunde."),
+        ("Die Haustür ist seit 1 Stunde und 1 Minute offen.",
+         "Die Haustür ist seit einer Stunde und einer Minute offen."),
+        ("Die Waschmaschine ist seit 1 Tag fertig, nach 1 h Pause, für 1 Euro.",
+         "Die Waschmaschine ist seit einem Tag fertig, nach einer Stunde Pause, für einen Euro."),
+        ("Es gibt 1 neue Nachricht, 1 Fenster ist offen.", "Es gibt eine neue Nachricht, ein Fenster ist offen."),
+        ("Es gibt 1 Termin heute, du hast 1 Paket, Raum 1 ist frei.",
+         "Es gibt einen Termin heute, du hast ein Paket, Raum eins ist frei."),
+        ("Ab 1 Uhr sinkt es um 1 Grad.", "Ab ein Uhr sinkt es um ein Grad."),
+        # ordinals after an article
+        ("Am Sonntag ist der 1. Advent.", "Am Sonntag ist der erste Advent."),
+        ("Das Paket liegt im 3. Stock, in der 2. Etage ist es zum 1. Mal warm.",
+         "Das Paket liegt im dritten Stock, in der zweiten Etage ist es zum ersten Mal warm."),
+        ("Es sind 3. Morgen wird es kälter.", "Es sind drei. Morgen wird es kälter."),  # no article: a sentence end
+        ("Strompreis: 32 Cent/kWh, pro kWh also 0,32 €; nachts 1 ct/kWh weniger.",
+         "Strompreis: zweiunddreißig Cent pro Kilowattstunde, pro Kilowattstunde also zweiunddreißig Cent; nachts ein "
+         "Cent pro Kilowattstunde weniger."),
     ],
     "fr": [
         ("Il est 07:30", "Il est sept heures trente"),
@@ -62,6 +94,9 @@ TABLE = {
         ("Rendez-vous le 29/11/2026 à 19h30.",
          "Rendez-vous le vingt-neuf novembre deux mille vingt-six à dix-neuf heures trente."),
         ("Humidité 55 %, le 1er étage", "Humidité cinquante-cinq pour cent, le premier étage"),
+        # a feminine noun after a number
+        ("Vous avez 1 nouveau message, 1 fenêtre est ouverte et 1 alarme active depuis 21 semaines.",
+         "Vous avez un nouveau message, une fenêtre est ouverte et une alarme active depuis vingt et une semaines."),
     ],
     "es": [
         ("Son las 7 y 05 minutos de la tarde", "Son las siete y cinco minutos de la tarde"),
@@ -79,6 +114,12 @@ TABLE = {
         ("Cita el 29/11/2026 a las 19:30 h.",
          "Cita el veintinueve de noviembre de dos mil veintiséis a las diecinueve y treinta."),
         ("Humedad del 55 %, 3,50 €", "Humedad del cincuenta y cinco por ciento, tres euros con cincuenta céntimos"),
+        # apocope before a masculine noun; a noun's gender after a number
+        ("Es el 1.º aviso: el 3.er piso sigue abierto, es el 1.º de la lista.",
+         "Es el primer aviso: el tercer piso sigue abierto, es el primero de la lista."),
+        ("Tienes 1 mensaje nuevo y 1 ventana abierta desde hace 21 noches.",
+         "Tienes un mensaje nuevo y una ventana abierta desde hace veintiuna noches."),
+        ("El 1° piso tiene 1° más.", "El primer piso tiene un grado más."),
     ],
     "it": [
         ("Sono le 07:30", "Sono le sette e trenta"),
@@ -93,6 +134,9 @@ TABLE = {
         ("Appuntamento il 29/11/2026 alle 19:30.",
          "Appuntamento il ventinove novembre duemilaventisei alle diciannove e trenta."),
         ("Il 1° maggio, umidità 55 %", "Il primo maggio, umidità cinquantacinque per cento"),
+        ("Hai 1 messaggio nuovo, 1 finestra aperta e 1 sconto.",
+         "Hai un messaggio nuovo, una finestra aperta e uno sconto."),
+        ("Il 1° piano è a 1° sopra lo zero.", "Il primo piano è a un grado sopra lo zero."),
     ],
     "pt": [
         ("São 7 e meia", "São sete e meia"),
@@ -108,6 +152,8 @@ TABLE = {
         ("Consulta a 29/11/2026 às 19h30.",
          "Consulta a vinte e nove de novembro de dois mil e vinte e seis às dezanove e trinta."),
         ("às 22:00, 1º de maio", "às vinte e duas horas, primeiro de maio"),
+        ("Tem 1 mensagem nova, 2 portas abertas e 1 dia de atraso.",
+         "Tem uma mensagem nova, duas portas abertas e um dia de atraso."),
     ],
     "pt_BR": [
         ("Consulta em 16/11/2026 às 19h30, 16 km", "Consulta em dezesseis de novembro de dois mil e vinte e seis às "
@@ -132,23 +178,43 @@ TABLE = {
         ("Сегодня 3 мая, будильник на 07:05.", "Сегодня третье мая, будильник на семь ноль пять."),
         ("Мощность 1 кВт, 2 кВт, 5 кВт, 3-й этаж",
          "Мощность один киловатт, два киловатта, пять киловатт, третий этаж"),
+        # the year's "года" said once; a year before its noun is an ordinal
+        ("Вывоз мусора 3 мая 2026 года, следующий 10 мая 2026 г. в 08:00.",
+         "Вывоз мусора третьего мая две тысячи двадцать шестого года, следующий десятого мая две тысячи двадцать "
+         "шестого года в восемь часов."),
+        ("В 2026 году счётчик заменили, с 2020 года тариф вырос.",
+         "В две тысячи двадцать шестом году счётчик заменили, с две тысячи двадцатого года тариф вырос."),
+        # units as letters, and a price per unit written with "руб."
+        ("Тариф 5,50 руб./кВт·ч, то есть 5,50 ₽ за кВт·ч; сегодня 12 кВт*ч.",
+         "Тариф пять рублей пятьдесят копеек за киловатт-час, то есть пять рублей пятьдесят копеек за киловатт-час; "
+         "сегодня двенадцать киловатт-часов."),
+        # the genitive after до, от, около; a number's gender from the noun after it
+        ("Ночью до 5 °C, влажность около 20 %.", "Ночью до пяти градусов Цельсия, влажность около двадцати процентов."),
+        ("Температура упадёт до 5 или 6 °C.", "Температура упадёт до пяти или шести градусов Цельсия."),
+        ("У вас 1 новое сообщение, 2 двери открыты, 1 окно тоже.",
+         "У вас одно новое сообщение, две двери открыты, одно окно тоже."),
+        ("Дверь открыта уже 1 час и 1 минуту, свет погаснет через 21 минуту.",
+         "Дверь открыта уже один час и одну минуту, свет погаснет через двадцать одну минуту."),
     ],
     "zh": [
         ("现在21.5 °C，晴。", "现在21.5摄氏度，晴。"),
         ("明天最低-3 °C，风速15 km/h，湿度55%。", "明天最低零下3摄氏度，风速每小时15公里，湿度百分之55。"),
         ("闹钟定在07:30，会议在2026-11-29。", "闹钟定在7点30分，会议在2026年11月29日。"),
         ("今天用电12.4 kWh。", "今天用电12.4千瓦时。"),
+        ("电价0.5元/kWh，每kWh比昨天便宜。", "电价0.5元每千瓦时，每千瓦时比昨天便宜。"),
     ],
     "ja": [
         ("現在21.5 °C、晴れです。", "現在21.5度、晴れです。"),
         ("制限速度は80 km/h、最低気温は-3 °C、湿度55%です。",
          "制限速度は時速80キロ、最低気温はマイナス3度、湿度55パーセントです。"),
         ("アラームは07:30、会議は2026-11-29です。", "アラームは7時30分、会議は2026年11月29日です。"),
+        ("電気代は30円/kWhです。", "電気代はキロワット時あたり30円です。"),
     ],
     "ko": [
         ("현재 21.5 °C, 맑음입니다.", "현재 21.5도, 맑음입니다."),
         ("내일 최저 -3 °C, 습도 55%.", "내일 최저 영하 3도, 습도 55퍼센트."),
         ("알람은 07:30, 회의는 2026-11-29입니다.", "알람은 7시 30분, 회의는 2026년 11월 29일입니다."),
+        ("전기 요금은 120원/kWh입니다.", "전기 요금은 킬로와트시당 120원입니다."),
     ],
 }
 

@@ -16,8 +16,9 @@ with no telling letters, digits and units alone ("21.5 °C"). Numbers and their 
 the "C" of "°C" and the "kWh" of a reading are letters of no language.
 
 Text told to be in a language the voice does not speak (Dutch, Polish, Swedish: the model speaks none of them) is
-still spoken, the model choosing how, with its numbers and units read by the closest rules the server has
-(normalize.CLOSEST); `unspoken_note` names it for the reply's one warning line.
+still spoken, the model choosing how, with its numbers and units left as written: read with the words of another
+language ("over eins uur" for Dutch "over 1 uur") they were neither language. `unspoken_note` names it for the
+reply's one warning line.
 """
 from __future__ import annotations
 
@@ -26,8 +27,6 @@ import threading
 from collections.abc import Iterable
 
 from py3langid.langid import MODEL_FILE, LanguageIdentifier
-
-from wyoming_chorus.frontend.normalize import rules_language
 
 # Qwen3-TTS' languages, as clients name them
 LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "ru", "zh", "ja", "ko")
@@ -95,9 +94,8 @@ def unspoken_language(text: str, candidates: Iterable[str]) -> str | None:
 
 def unspoken_note(code: str) -> str:
     """What the reply's warning says of text in `code`, a language the voice does not speak."""
-    rules = rules_language(code).split("_")[0]
     return f"{NAMES.get(code, code)} ({code}), which the model does not speak: spoken anyway, its numbers and units " \
-           f"read the {NAMES.get(rules, rules)} way"
+           "left as written"
 
 
 def choose_language(requested: str | None, voice_default: str | None, text: str,

@@ -5,7 +5,9 @@ it (Chinese 两点 but 二度, Japanese 三百 "sanbyaku" and 3時 "sanji", Kore
 "sam bun" with Sino-Korean ones), which the model learned from text written with digits and a table cannot get right.
 What it cannot read from digits is expanded into the way these languages write it: units and symbols after (or
 around) the number ("21.5摄氏度", "時速80キロ", "시속 80킬로미터"), clock times ("7点30分", "7時30分", "7시 30분"),
-numeric dates ("2026年11月29日", "2026년 11월 29일"), ranges, minus signs and currencies.
+numeric dates ("2026年11月29日", "2026년 11월 29일"), ranges, minus signs and currencies, prices per unit as each
+language says them ("0.5元/kWh": "0.5元每千瓦时"; "30円/kWh": "キロワット時あたり30円"; "120원/kWh": "킬로와트시당
+120원"), and a unit with no number ("每kWh": "每千瓦时").
 """
 from __future__ import annotations
 
@@ -19,11 +21,11 @@ def _templates(symbols: str, temperature_minus: str | None = None) -> dict[str, 
 
 
 def _rules(code: str, minus: str, units: dict[str, Noun], money: dict[str, str], clock: tuple[str, str, str],
-           date: str, months: str, year: str, range_: str) -> Rules:
+           date: str, months: str, year: str, range_: str, per: str, price: str) -> Rules:
     return Rules(code, ".", ",", "[.]", minus, units,
                  money={symbol: (Noun((word,), ""),) * 2 for symbol, word in money.items()},
                  range=range_, months=tuple(months.format(month) for month in range(1, 13)), date=date, year=year,
-                 clock=clock, digits_stay=True)
+                 clock=clock, digits_stay=True, per=per, price=price)
 
 
 CHINESE = _rules(
@@ -33,9 +35,9 @@ CHINESE = _rules(
         "{n}赫兹|{n}小时|{n}分钟|{n}秒|{n}毫秒|{n}百帕|{n}毫巴|{n}勒克斯|{n}分贝|百万分之{n}|每立方米{n}微克|"
         "{n}吉字节|{n}兆字节|每秒{n}兆比特", temperature_minus="零下"),
     {"€": "{n}欧元", "$": "{n}美元", "£": "{n}英镑", "¥": "{n}元", "₩": "{n}韩元", "₽": "{n}卢布",
-     "CHF": "{n}瑞士法郎"},
+     "CHF": "{n}瑞士法郎", "元": "{n}元"},
     ("{hour}点", "{hour}点{minute}分", "{hour}点{minute}分"), "{year}{month}{day}日", "{}月", "{year}年",
-    "{low}到{high}",
+    "{low}到{high}", "每", "{amount}{per}{unit}",
 )
 JAPANESE = _rules(
     "ja", "マイナス", _templates(
@@ -45,9 +47,9 @@ JAPANESE = _rules(
         "{n}ヘルツ|{n}時間|{n}分|{n}秒|{n}ミリ秒|{n}ヘクトパスカル|{n}ミリバール|{n}ルクス|{n}デシベル|{n}ピーピーエム|"
         "1立方メートルあたり{n}マイクログラム|{n}ギガバイト|{n}メガバイト|毎秒{n}メガビット"),
     {"€": "{n}ユーロ", "$": "{n}ドル", "£": "{n}ポンド", "¥": "{n}円", "₩": "{n}ウォン", "₽": "{n}ルーブル",
-     "CHF": "{n}スイスフラン"},
+     "CHF": "{n}スイスフラン", "円": "{n}円"},
     ("{hour}時", "{hour}時{minute}分", "{hour}時{minute}分"), "{year}{month}{day}日", "{}月", "{year}年",
-    "{low}から{high}",
+    "{low}から{high}", "あたり", "{unit}{per}{amount}",
 )
 KOREAN = _rules(
     "ko", "마이너스 ", _templates(
@@ -57,7 +59,7 @@ KOREAN = _rules(
         "{n}헥토파스칼|{n}밀리바|{n}럭스|{n}데시벨|{n}피피엠|세제곱미터당 {n}마이크로그램|{n}기가바이트|{n}메가바이트|"
         "초당 {n}메가비트", temperature_minus="영하 "),
     {"€": "{n}유로", "$": "{n}달러", "£": "{n}파운드", "¥": "{n}엔", "₩": "{n}원", "₽": "{n}루블",
-     "CHF": "{n}스위스 프랑"},
+     "CHF": "{n}스위스 프랑", "원": "{n}원"},
     ("{hour}시", "{hour}시 {minute}분", "{hour}시 {minute}분"), "{year}{month} {day}일", "{}월", "{year}년 ",
-    "{low}에서 {high}",
+    "{low}에서 {high}", "당", "{unit}{per} {amount}",
 )

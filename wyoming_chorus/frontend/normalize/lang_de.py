@@ -1,16 +1,70 @@
-"""German: "einundzwanzig Komma fünf Grad Celsius", "sieben Uhr dreißig", "am neunundzwanzigsten November"."""
+"""German: "einundzwanzig Komma fünf Grad Celsius", "sieben Uhr dreißig", "am neunundzwanzigsten November",
+"in einer Stunde" (a one before a noun declines like the article, in the case its preposition asks), "der erste
+Advent" (an ordinal after an article)."""
 from __future__ import annotations
+
+import re
 
 from num2words import num2words
 
 from wyoming_chorus.frontend.normalize.rules import Rules, f, m, n
 
+# "ein" before a noun, by gender and case (nominative unless a preposition asks another): "eins" only when counting.
+_ONE = {"f": {"d": "einer", "g": "einer"}, "m": {"a": "einen", "d": "einem", "g": "eines"},
+        "n": {"d": "einem", "g": "eines"}}
+_CASE_AFTER = {**dict.fromkeys(("aus", "bei", "mit", "nach", "seit", "von", "zu", "ab", "binnen", "in", "vor"), "d"),
+               **dict.fromkeys(("für", "um", "durch", "ohne", "gegen", "über", "auf", "bis", "pro"), "a"),
+               **dict.fromkeys(("gibt", "habe", "hast", "hat", "haben", "habt"), "a"),  # "es gibt einen Termin"
+               **dict.fromkeys(("innerhalb", "außerhalb", "während", "wegen"), "g")}
+# A noun's gender from its ending (most feminine nouns end so), or from a few household nouns that do not tell it.
+_FEMININE = re.compile(r"(?:e|ung|heit|keit|schaft|ion|tät|ik|ei|ur)$")
+_FEMININE_NOUNS = frozenset(("Nachricht", "Tür", "Nacht", "Zeit", "Person", "Fahrt", "Rechnung", "Pflanze"))
+_NEUTER = re.compile(r"(?:chen|lein|ment|um|tum|nis|ier|er)$")  # "Fenster", "Zimmer", "Zertifikat" stay guesses
+_NEUTER_NOUNS = frozenset(("Jahr", "Mal", "Licht", "Gerät", "Grad", "Prozent", "Stück", "Paket", "Glas", "Bad"))
+_NEXT_WORDS = re.compile(r"\s+([^\W\d_]+)(?:\s+([^\W\d_]+))?")
+_ARTICLE_BEFORE = re.compile(r"(?:(?<!\w)(\w+)\s+)?(\w+)\s*\Z")
+_WEAK_EN = frozenset(("am", "im", "zum", "vom", "beim", "zur", "dem", "den", "des", "einem", "einen", "eines", "einer"))
+_WEAK_E = frozenset(("die", "das", "ins", "ans", "aufs", "eine"))
+
 
 def _cardinal(number: int, gender: str, case: str) -> str:
-    """num2words' words, but "ein Grad", "eine Stunde" before a noun (num2words says "eins")."""
+    """num2words' words, but "ein Grad", "eine Stunde", "in einer Stunde" before a noun (num2words says "eins")."""
     if number == 1 and gender:
-        return "eine" if gender == "f" else "ein"
+        return _ONE[gender].get(case, "eine" if gender == "f" else "ein")
     return num2words(number, lang="de")
+
+
+def _gender_of(digits: str, after: str) -> str:
+    """The gender of the noun after a number ("1 Fenster", "1 neue Nachricht"): nouns are capitalised, an adjective
+    before one ends in -e, -er, -es or -en; "" when no noun follows ("1 und 2", "Raum 1 ist frei")."""
+    words = _NEXT_WORDS.match(after)
+    if not words:
+        return ""
+    first, second = words[1], words[2]
+    noun = first if first[0].isupper() else second if second and second[0].isupper() and \
+        re.search(r"e[mnrs]?$", first) else None
+    if noun is None:
+        return ""
+    if noun in _FEMININE_NOUNS or (noun not in _NEUTER_NOUNS and _FEMININE.search(noun)):
+        return "f"
+    return "n" if noun in _NEUTER_NOUNS or _NEUTER.search(noun) else "m"
+
+
+def _ordinal_context(tag: str, before: str, after: str) -> str | None:
+    """"1." is an ordinal after an article ("der 1. Advent", "am 2. Tag", "in der 3. Etage"), declined weak: "-e"
+    after der, die, das in the nominative and accusative, "-en" otherwise. After any other word the dot may as well end
+    a sentence ("Es sind 3. Morgen ...")."""
+    words = _ARTICLE_BEFORE.search(before)
+    if not words:
+        return None
+    earlier, article = (words[1] or "").lower(), words[2].lower()
+    if article in _WEAK_EN or (article == "der" and earlier in _CASE_AFTER):
+        return "n"
+    return "" if article in _WEAK_E or article == "der" else None
+
+
+def _ordinal(number: int, tag: str) -> str:
+    return num2words(number, lang="de", to="ordinal") + tag  # "erste", "ersten"
 
 
 def _day(number: int, case: str) -> str:
@@ -35,7 +89,8 @@ UNITS = {
     "MB": n("Megabyte", "Megabyte"), "Mbit/s": n("Megabit pro Sekunde", "Megabit pro Sekunde"),
     # German abbreviations
     "Std.": f("Stunde", "Stunden"), "Min.": f("Minute", "Minuten"), "Sek.": f("Sekunde", "Sekunden"),
-    "Uhr": n("Uhr", "Uhr"),  # "1 Uhr" is "ein Uhr", not "eins Uhr"
+    "ct": m("Cent", "Cent"),  # "32 ct/kWh"
+    "Uhr": n("Uhr", "Uhr", one="ein Uhr"),  # "ab 1 Uhr" is "ab ein Uhr": the hour is not declined
 }
 
 RULES = Rules(
@@ -48,6 +103,7 @@ RULES = Rules(
             "November", "Dezember"),
     date="{day} {month}{year}", year=" {year}",
     day_case={"am": "n", "vom": "n", "zum": "n", "dem": "n", "den": "n", "der": "", "bis": "n", "ab": "n"},
-    day=_day, cardinal=_cardinal,
+    day=_day, cardinal=_cardinal, ordinal=_ordinal, ordinals={".": ""}, ordinal_context=_ordinal_context,
+    case_after=_CASE_AFTER, case_carriers=frozenset(("und", "oder")), gender_of=_gender_of,
     clock=("{hour} Uhr", "{hour} Uhr {minute}", "{hour} Uhr {minute}"), hour_gender="n", clock_suffix="Uhr",
 )

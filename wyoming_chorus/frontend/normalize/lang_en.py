@@ -1,4 +1,10 @@
-"""English: "twenty-one point five degrees Celsius", "seven thirty PM", "November twenty-ninth, twenty twenty-six"."""
+"""English: "twenty-one point five degrees Celsius", "seven thirty PM", "November twenty-ninth, twenty twenty-six",
+"the third of May".
+
+A 24-hour time is said on the 12-hour clock, as English speakers say the time of day: "14:00" "two PM", "21:15"
+"nine fifteen PM", "00:00" "midnight", "12:00" "noon". "Fourteen hundred" is military and aviation usage, and
+"fourteen o'clock" no one's; an hour up to 12 without AM or PM stays as written ("07:30" "seven thirty").
+"""
 from __future__ import annotations
 
 from wyoming_chorus.frontend.normalize.rules import Noun, Rules
@@ -22,6 +28,7 @@ UNITS = {
     "ppm": _unit("part per million", "parts per million"),
     "µg/m³": _unit("microgram per cubic metre", "micrograms per cubic metre"),
     "GB": _unit("gigabyte"), "MB": _unit("megabyte"), "Mbit/s": _unit("megabit per second", "megabits per second"),
+    "p": _unit("penny", "pence"),  # British energy prices: "28p/kWh"
 }
 
 RULES = Rules(
@@ -31,7 +38,7 @@ RULES = Rules(
     conjunction=" and ", per="per", range="{low} to {high}",
     months=("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
             "November", "December"),
-    date="{month} {day}{year}", year=", {year}",
+    date="{month} {day}{year}", date_day_first="the {day} of {month}{year}", year=", {year}",
     clock=("{hour} o'clock", "{hour} {minute}", "{hour} oh {minute}"), hour_words={0: "twelve"},
-    am_pm=True, ordinals={"st": "", "nd": "", "rd": "", "th": ""},
+    am_pm=True, twelve_hour=("midnight", "noon"), ordinals={"st": "", "nd": "", "rd": "", "th": ""},
 )

@@ -1,16 +1,26 @@
-"""Spanish: "veintiún grados Celsius", "veintiuna horas", "siete y treinta", "el primero de mayo"."""
+"""Spanish: "veintiún grados Celsius", "veintiuna horas", "siete y treinta", "el primero de mayo", "un mensaje",
+"una ventana" (the gender of a noun after a number told from its ending), "el primer aviso" (apocope)."""
 from __future__ import annotations
 
 import re
 
 from num2words import num2words
 
-from wyoming_chorus.frontend.normalize.rules import Noun, Rules, f, m
+from wyoming_chorus.frontend.normalize.rules import Noun, Rules, f, m, next_word
 
 _BEFORE_THOUSANDS = re.compile(r"\b(veinti)?uno(?= mil)")    # "veintiún mil", "un millón": num2words says "veintiuno"
 _LAST_ONE = re.compile(r"\b(veinti)?uno$")
 _HUNDREDS = re.compile(r"ientos\b")
 _WORD_END_O = re.compile(r"o\b")
+_NOT_NOUNS = frozenset("de del y e o u a al en con por para que es son está están hay ha han más menos entre hasta "
+                       "desde sobre sin como pero se le lo la los las el un una".split())
+_ARTICLES = {"el": "m", "del": "m", "al": "m", "la": "f", "los": "m", "las": "f"}
+_FEMININE = re.compile(r"(?:a|ción|sión|dad|tad|tud|umbre)$|(?:as|ciones|siones|dades|tudes|umbres)$")
+_FEMININE_NOUNS = frozenset(("noche", "tarde", "calle", "llave", "luz", "red", "clase", "parte", "vez", "foto",
+                             "moto", "radio", "mano", "imagen", "gente", "fuente", "nieve", "leche", "flor", "mujer"))
+_MASCULINE_NOUNS = frozenset(("día", "mapa", "problema", "programa", "sistema", "tema", "clima", "idioma", "planeta",
+                              "sofá", "aroma"))
+_LAST_WORD = re.compile(r"(?<!\w)(\w+)\s*\Z")
 
 
 def _cardinal(number: int, gender: str, case: str) -> str:
@@ -29,6 +39,30 @@ def _ordinal(number: int, tag: str) -> str:
     if tag == "f":
         return _WORD_END_O.sub("a", words)  # "1.ª" "primera"
     return re.sub(r"(prim|terc)ero$", r"\1er", words) if tag == "short" else words  # "1er piso" "primer piso"
+
+
+def _gender_of(digits: str, after: str) -> str:
+    """"un mensaje", "una ventana", "doscientas personas": a noun's gender from its ending, "" for no noun."""
+    word = next_word(after, _NOT_NOUNS)
+    if word is None:
+        return ""
+    listed = {word, word.removesuffix("s"), word.removesuffix("es")}  # "noches", "días", "luces"
+    if listed & _FEMININE_NOUNS or listed & _MASCULINE_NOUNS:
+        return "f" if listed & _FEMININE_NOUNS else "m"
+    return "f" if _FEMININE.search(word) else "m"
+
+
+def _ordinal_context(tag: str, before: str, after: str) -> str | None:
+    """"el primer aviso", "el tercer piso": primero and tercero lose their -o before a masculine noun (not in "el 1.º
+    de la lista"). "1°", written with the degree sign, is an ordinal only between an article and a noun ("el 1° piso");
+    elsewhere it is a degree."""
+    noun = next_word(after, _NOT_NOUNS)
+    if tag == "?":
+        article = _LAST_WORD.search(before)
+        if noun is None or article is None or article[1].lower() not in _ARTICLES:
+            return None
+        tag = _ARTICLES[article[1].lower()]
+    return "short" if tag == "m" and noun is not None else tag
 
 
 def _day(number: int, case: str) -> str:
@@ -67,6 +101,7 @@ RULES = Rules(
     date="{day} de {month}{year}", year=" de {year}", slash_dates=True, day=_day,
     clock=("{hour}", "{hour} y {minute}", "{hour} y {minute}"), hour_gender="f", clock_suffix="h",
     gender_after={"la": "f", "las": "f"},  # "Son las 7", "Es la 1": hours
-    ordinals={"º": "m", "ª": "f", ".º": "m", ".ª": "f", "er": "short", ".er": "short"}, fraction_as_number=True,
-    cardinal=_cardinal, ordinal=_ordinal,
+    ordinals={"º": "m", "ª": "f", ".º": "m", ".ª": "f", "er": "short", ".er": "short", "°": "?"},
+    fraction_as_number=True, cardinal=_cardinal, ordinal=_ordinal, ordinal_context=_ordinal_context,
+    gender_of=_gender_of,
 )

@@ -1,13 +1,32 @@
-"""French: "vingt et un virgule cinq degrés Celsius", "sept heures trente", "le premier mai", "une heure"."""
+"""French: "vingt et un virgule cinq degrés Celsius", "sept heures trente", "le premier mai", "une heure", "une
+fenêtre" (a feminine noun after a number, told from its ending or a short list of household nouns)."""
 from __future__ import annotations
 
 import re
 
 from num2words import num2words
 
-from wyoming_chorus.frontend.normalize.rules import Rules, f, m, singular_below_two
+from wyoming_chorus.frontend.normalize.rules import Rules, f, m, next_word, singular_below_two
 
 _LAST_UN = re.compile(r"\bun$")
+_NOT_NOUNS = frozenset("de du des et ou à au aux en avec par pour que qui est sont sur sous dans le la les un une a "
+                       "ont y entre sur chez".split())
+_FEMININE = re.compile(r"(?:tion|sion|té|ure|ette|elle|ance|ence|ière|ée|ie|ise|ade|ine|enne|onne|esse)s?$")
+_FEMININE_NOUNS = frozenset(("fenêtre", "porte", "lampe", "semaine", "nuit", "pièce", "chambre", "salle", "maison",
+                             "voiture", "alarme", "personne", "fois", "seconde", "tâche", "douche", "clé", "plante",
+                             "ampoule", "chaudière", "minute", "heure", "journée", "caméra", "télé", "radio"))
+_MASCULINE_NOUNS = frozenset(("lycée", "musée", "été", "comité", "côté", "génie", "parapluie", "magazine", "incendie",
+                              "ménage"))
+
+
+def _gender_of(digits: str, after: str) -> str:
+    word = next_word(after, _NOT_NOUNS)
+    if word is None:
+        return ""
+    listed = {word, word.removesuffix("s"), word.removesuffix("x")}
+    if listed & _FEMININE_NOUNS or listed & _MASCULINE_NOUNS:
+        return "f" if listed & _FEMININE_NOUNS else "m"
+    return "f" if _FEMININE.search(word) else "m"
 
 
 def _cardinal(number: int, gender: str, case: str) -> str:
@@ -56,5 +75,5 @@ RULES = Rules(
     date="{day} {month}{year}", year=" {year}", slash_dates=True, day=_day,
     clock=("{hours}", "{hours} {minute}", "{hours} {minute}"), hour=f("heure", "heures"), minute_gender="f",
     clock_h=True, ordinals={"er": "m", "re": "f", "ère": "f", "e": "", "ème": "", "eme": "", "ᵉ": "", "ᵉʳ": "m"},
-    fraction_as_number=True, cardinal=_cardinal, ordinal=_ordinal, form=singular_below_two,
+    fraction_as_number=True, cardinal=_cardinal, ordinal=_ordinal, form=singular_below_two, gender_of=_gender_of,
 )

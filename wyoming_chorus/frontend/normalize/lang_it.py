@@ -1,19 +1,51 @@
-"""Italian: "ventuno virgola cinque gradi Celsius", "sette e trenta", "il primo maggio", "un'ora"."""
+"""Italian: "ventuno virgola cinque gradi Celsius", "sette e trenta", "il primo maggio", "un'ora", "un messaggio",
+"una finestra", "uno sconto" (the noun after a number told from its ending), "il primo piano" ("1°" after an
+article)."""
 from __future__ import annotations
 
 import re
 
 from num2words import num2words
 
-from wyoming_chorus.frontend.normalize.rules import Rules, f, m
+from wyoming_chorus.frontend.normalize.rules import Rules, f, m, next_word
 
 _WORD_END_O = re.compile(r"o\b")
+_NOT_NOUNS = frozenset("di del della dei delle e ed o a al alla in con per che è sono c'è su tra fra da dal come ma "
+                       "si il lo la i gli le un una ho ha hanno".split())
+_ARTICLES = {"il": "m", "lo": "m", "al": "m", "allo": "m", "del": "m", "dello": "m", "nel": "m", "nello": "m",
+             "dal": "m", "sul": "m", "la": "f", "alla": "f", "della": "f", "nella": "f", "dalla": "f", "sulla": "f"}
+_FEMININE = re.compile(r"(?:a|zione|sione|tà|tù)$")
+_FEMININE_NOUNS = frozenset(("chiave", "luce", "notte", "parte", "fonte", "classe", "neve", "gente", "mano", "foto",
+                             "radio", "moto", "serie"))
+_MASCULINE_NOUNS = frozenset(("problema", "sistema", "programma", "tema", "clima", "cinema", "pigiama"))
+_UNO = re.compile(r"(?:s[^aeiouàèéìòù]|z|gn|ps|pn|x|y)")  # "uno sconto", "uno zaino"
+_LAST_WORD = re.compile(r"(?<!\w)(\w+)\s*\Z")
 
 
 def _cardinal(number: int, gender: str, case: str) -> str:
     if number == 1 and gender:
-        return "una" if gender == "f" else "un"  # "un grado", "una settimana"
+        return {"f": "una", "uno": "uno"}.get(gender, "un")  # "un grado", "una settimana", "uno sconto"
     return num2words(number, lang="it")
+
+
+def _gender_of(digits: str, after: str) -> str:
+    word = next_word(after, _NOT_NOUNS)
+    if word is None:
+        return ""
+    if word in _FEMININE_NOUNS or (word not in _MASCULINE_NOUNS and _FEMININE.search(word)):
+        return "f"
+    return "uno" if _UNO.match(word) else "m"
+
+
+def _ordinal_context(tag: str, before: str, after: str) -> str | None:
+    """"1°" (the degree sign, as often written for "1º") is an ordinal between an article and a noun ("il 1° piano");
+    elsewhere it is a degree ("fuori 1°")."""
+    if tag != "?":
+        return tag
+    article = _LAST_WORD.search(before)
+    if next_word(after, _NOT_NOUNS) is None or article is None or article[1].lower() not in _ARTICLES:
+        return None
+    return _ARTICLES[article[1].lower()]
 
 
 def _ordinal(number: int, tag: str) -> str:
@@ -54,6 +86,6 @@ RULES = Rules(
             "novembre", "dicembre"),
     date="{day} {month}{year}", year=" {year}", slash_dates=True, day=_day,
     clock=("{hour}", "{hour} e {minute}", "{hour} e {minute}"), hour_gender="f", clock_suffix="h",
-    ordinals={"º": "m", "ª": "f", ".º": "m", ".ª": "f"}, fraction_as_number=True, cardinal=_cardinal,
-    ordinal=_ordinal,
+    ordinals={"º": "m", "ª": "f", ".º": "m", ".ª": "f", "°": "?"}, fraction_as_number=True, cardinal=_cardinal,
+    ordinal=_ordinal, ordinal_context=_ordinal_context, gender_of=_gender_of,
 )

@@ -1,5 +1,6 @@
 """Portuguese: "vinte e um vírgula cinco graus Celsius", "sete e trinta", "uma hora", "vinte e duas horas".
-European by default (num2words' "pt": "dezasseis"); Brazilian for pt_BR ("dezesseis", "centavos")."""
+European by default (num2words' "pt": "dezasseis"); Brazilian for pt_BR ("dezesseis", "centavos"). A noun after a
+number is told feminine from its ending ("uma mensagem", "duas portas"); "1°" after an article is an ordinal."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,12 +8,21 @@ import re
 
 from num2words import num2words
 
-from wyoming_chorus.frontend.normalize.rules import Rules, f, m, singular_below_two
+from wyoming_chorus.frontend.normalize.rules import Rules, f, m, next_word, singular_below_two
 
 _FEMININE = {"um": "uma", "dois": "duas"}
 _ONE_TWO = re.compile(r"\b(um|dois)$|\b(um|dois)(?= mil\b)")
 _HUNDREDS = re.compile(r"entos\b")
 _WORD_END_O = re.compile(r"o\b")
+_NOT_NOUNS = frozenset("de do da dos das e ou a ao à em no na com por para que é são está estão há mais menos entre "
+                       "até desde sobre sem como mas se o os as um uma".split())
+_ARTICLES = {"o": "m", "do": "m", "ao": "m", "no": "m", "pelo": "m", "a": "f", "da": "f", "à": "f", "na": "f"}
+_FEMININE_ENDING = re.compile(r"(?:a|ção|são|dade|agem|ie)s?$|(?:ções|sões|agens)$")  # singular or plural
+_FEMININE_NOUNS = frozenset(("noite", "tarde", "luz", "rede", "chave", "parte", "vez", "foto", "mão", "gente",
+                             "fonte", "neve", "classe", "mulher", "flor", "cor", "moto", "rádio"))
+_MASCULINE_NOUNS = frozenset(("dia", "mapa", "problema", "sistema", "programa", "tema", "clima", "idioma", "planeta",
+                              "sofá"))
+_LAST_WORD = re.compile(r"(?<!\w)(\w+)\s*\Z")
 
 
 def _cardinal(number: int, gender: str, case: str, lang: str = "pt") -> str:
@@ -28,6 +38,27 @@ def _cardinal(number: int, gender: str, case: str, lang: str = "pt") -> str:
 def _ordinal(number: int, tag: str, lang: str = "pt") -> str:
     words = num2words(number, lang=lang, to="ordinal")
     return _WORD_END_O.sub("a", words) if tag == "f" else words  # "1ª" "primeira"
+
+
+def _gender_of(digits: str, after: str) -> str:
+    word = next_word(after, _NOT_NOUNS)
+    if word is None:
+        return ""
+    listed = {word, word.removesuffix("s"), word.removesuffix("es")}  # "noches", "días", "luces"
+    if listed & _FEMININE_NOUNS or listed & _MASCULINE_NOUNS:
+        return "f" if listed & _FEMININE_NOUNS else "m"
+    return "f" if _FEMININE_ENDING.search(word) else "m"
+
+
+def _ordinal_context(tag: str, before: str, after: str) -> str | None:
+    """"1°" (the degree sign, as often written for "1º") is an ordinal between an article and a noun ("o 1° andar");
+    elsewhere it is a degree."""
+    if tag != "?":
+        return tag
+    article = _LAST_WORD.search(before)
+    if next_word(after, _NOT_NOUNS) is None or article is None or article[1].lower() not in _ARTICLES:
+        return None
+    return _ARTICLES[article[1].lower()]
 
 
 def _day(number: int, case: str, lang: str = "pt") -> str:
@@ -64,8 +95,9 @@ RULES = Rules(
     date="{day} de {month}{year}", year=" de {year}", slash_dates=True, day=_day,
     clock=("{hours}", "{hour} e {minute}", "{hour} e {minute}"), hour=f("hora", "horas"), hour_gender="f",
     clock_h=True, gender_after={"às": "f", "as": "f", "das": "f", "à": "f"},  # "às 2": hours, "duas"
-    ordinals={"º": "m", "ª": "f", ".º": "m", ".ª": "f"}, fraction_as_number=True,
-    cardinal=_cardinal, ordinal=_ordinal, form=singular_below_two,
+    ordinals={"º": "m", "ª": "f", ".º": "m", ".ª": "f", "°": "?"}, fraction_as_number=True,
+    cardinal=_cardinal, ordinal=_ordinal, form=singular_below_two, ordinal_context=_ordinal_context,
+    gender_of=_gender_of,
 )
 _BRAZILIAN_SPELLING = {"quilómetro": "quilômetro", "quilómetros": "quilômetros", "cêntimo": "centavo",
                        "cêntimos": "centavos", "péni": "pêni"}

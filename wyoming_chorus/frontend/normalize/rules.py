@@ -4,6 +4,7 @@ speller.py; the languages are the lang_*.py files beside this one.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -15,7 +16,7 @@ SYMBOLS = (
 )
 # Other spellings of the same units, read as the unit they stand for (HA writes the micro sign, people the Greek mu).
 ALIASES = {"℃": "°C", "℉": "°F", "μg/m³": "µg/m³", "ug/m³": "µg/m³", "µg/m3": "µg/m³", "m3": "m³", "m2": "m²",
-           "L": "l", "kwh": "kWh", "KWh": "kWh", "km/u": "km/h"}
+           "L": "l", "kwh": "kWh", "KWh": "kWh", "km/u": "km/h", "%RH": "%", "% RH": "%"}
 # Currencies written as codes, read as their symbol.
 CURRENCY_CODES = {"EUR": "€", "USD": "$", "GBP": "£", "RUB": "₽", "CNY": "¥", "JPY": "¥", "KRW": "₩", "CHF": "CHF"}
 
@@ -64,13 +65,17 @@ class Rules:
     units: Mapping[str, Noun]                   # every symbol of SYMBOLS, and the language's own abbreviations
     money: Mapping[str, tuple[Noun, Noun]] = field(default_factory=dict)  # symbol -> (major, minor)
     conjunction: str = ""                       # between money's major and minor parts
-    per: str = ""                               # a price per unit: "0,32 €/kWh"
+    per: str = ""                               # a price per unit: "0,32 €/kWh"; a unit after it ("per kWh")
+    price: str = "{amount} {per} {unit}"        # the order a price per unit is said in (Japanese: unit first)
     range: str = ""                             # a range with a unit ("20-22 °C"), with {low} and {high}
     range_case: str = ""                        # the case its numbers take (Russian "от двадцати до двадцати двух")
     range_fraction: str = ""                    # the range when a bound has decimals, if it differs
     months: tuple[str, ...] = ()                # as written after a day (Russian: genitive); empty: no dates
     date: str = ""                              # with {day}, {month} and {year}, the formatted `year` or ""
+    date_day_first: str = ""                    # English "3 May": "the third of May", when `date` is month first
     year: str = ""                              # with {year}
+    year_written: str = ""                      # a regex of what a date's year may be followed by that `year` says
+    year_nouns: Mapping[str, str] = field(default_factory=dict)  # noun -> ordinal tag: "в 2026 году" is ordinal
     # Word before a date -> the case its day takes. Only after these words is "29.11." (no year) a date: after
     # anything else it is as likely a number ending a sentence ("Es sind 21.5.").
     day_case: Mapping[str, str] = field(default_factory=dict)
@@ -84,8 +89,11 @@ class Rules:
     clock_suffix: str = ""                      # a regex of what may follow a time and is said by it ("Uhr")
     clock_h: bool = False                       # "19h30" is a time
     am_pm: bool = False                         # "7 pm", "12:05 p.m."
+    twelve_hour: tuple[str, str] | None = None  # (midnight, noon): a 24-hour time is said on the 12-hour clock
     ordinals: Mapping[str, str] = field(default_factory=dict)  # suffix of a numeric ordinal -> tag for `ordinal`
     gender_after: Mapping[str, str] = field(default_factory=dict)  # word -> the gender of a number after it
+    case_after: Mapping[str, str] = field(default_factory=dict)    # word -> the case of a number after it
+    case_carriers: frozenset[str] = frozenset()  # conjunctions the case carries across ("seit 1 h und 1 min")
     fraction_as_number: bool = False            # "21,25": "coma veinticinco", not "coma dos cinco"
     digits_stay: bool = False                   # numbers are left to the model (Chinese, Japanese, Korean)
     # The language's own words, where num2words' plain ones do not do. Each may raise what num2words raises.
@@ -94,4 +102,22 @@ class Rules:
     day: Callable[[int, str], str] | None = None             # a date's day (number, case); None: the ordinal
     year_words: Callable[[int], str] | None = None           # None: num2words' "year"
     decimal_words: Callable[[str, str], str] | None = None   # (integer digits, fractional digits), in place of point
+    # The gender of the noun a plain number counts, told from the text after it ("1 Fenster", "1 ventana"), and its
+    # case after a space where the noun's ending tells one (Russian "одну минуту": "f a"); "" for no noun. Without
+    # it, a number before a noun is said as when counting ("eins", "uno").
+    gender_of: Callable[[str, str], str] | None = None       # (the number's digits, the text after it)
+    # (tag from `ordinals`, the text before, the text after) -> the tag the ordinal takes there, or None where it is
+    # no ordinal: German "der 1. Advent" (a "." that ends sentences elsewhere), Spanish "el primer aviso".
+    ordinal_context: Callable[[str, str, str], str | None] | None = None
     form: Callable[[int, bool, str], int] = singular_for_one  # (number, has decimals, case) -> index into forms
+
+
+_NEXT_WORD = re.compile(r"\s+([^\W\d_]+)")
+
+
+def next_word(after: str, not_nouns: frozenset[str]) -> str | None:
+    """The word right after a number when it may be the noun it counts (or an adjective before one): written in
+    lower case, and none of the language's `not_nouns` (articles, prepositions, conjunctions, verbs)."""
+    found = _NEXT_WORD.match(after)
+    word = found[1] if found else None
+    return word if word is not None and word.islower() and word not in not_nouns else None
