@@ -107,8 +107,8 @@ class RequestBuilder:
             # One text token per frame, the rest fed as it comes: the layout of non_streaming_mode=False.
             clone_layout["non_streaming_mode"] = False
         # The request's language, else the voice's, else the text's among the voice's languages (Home Assistant sends
-        # none); None lets the model decide, with the English number rules, or with the closest rules to the text's
-        # language when that is one the voice does not speak.
+        # none); None lets the model decide, with the English number rules; text in a language the voice does not
+        # speak keeps its numbers and units as written (no other language's words are read into it).
         code, detected = choose_language(language, chosen.language, text, chosen.languages)
         model_language = self.voices.model_language(code)
         rules = code or self.unspoken_language(text, voice, speaker)
@@ -134,7 +134,7 @@ class RequestBuilder:
 
     def unspoken_language(self, text: str, voice: str | None, speaker: str | None) -> str | None:
         """The language of `text` when it is one the voice does not speak (the model decides how to say it): its
-        numbers are read with the rules closest to it, and its reply warns (frontend.worker)."""
+        numbers and units are left as written, and its reply warns (frontend.worker)."""
         return unspoken_language(text, self.voices.find(voice, speaker).languages)
 
     def frame_cap(self, n_text_tokens: int, words: int) -> int:
