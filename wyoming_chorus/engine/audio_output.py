@@ -19,7 +19,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 
@@ -28,6 +27,7 @@ from wyoming_chorus.engine.pacing import HeldBack, Pacing, nobody_held
 from wyoming_chorus.errors import RequestFailed
 from wyoming_chorus.modeldir.manifest import ModelDir
 from wyoming_chorus.playback_clock import PlaybackClock
+from wyoming_chorus.speech.api import Handle
 
 # Cloned voices whose primed decoder state is kept (the least recently used goes first).
 PRIMED_VOICES = 8
@@ -36,22 +36,10 @@ PRIMED_VOICES = 8
 HOLD_POLL_SECONDS = 0.02
 
 
-class AudioSink(Protocol):
-    """Where one request's audio goes (its handle, wyoming_chorus.speech.api.Handle); every call is thread-safe."""
-
-    def put(self, pcm: bytes) -> None: ...
-    def add_codes(self, codes: np.ndarray) -> None: ...
-    def finish(self) -> None: ...
-    def fail(self, error: BaseException) -> None: ...
-    @property
-    def clock(self) -> PlaybackClock | None:
-        """The reply's playback clock (None: no listener, e.g. offline use): the most urgent listener goes first."""
-
-
 @dataclass
 class _Stream:
     state: object
-    sink: AudioSink | None = None  # where its audio goes, once a frame has come
+    sink: Handle | None = None  # where its audio goes, once a frame has come
     pending: list[np.ndarray] = field(default_factory=list)
     closing: bool = False  # its last frame has come: the rest is decoded in turn, then the sink finishes
 
@@ -103,7 +91,7 @@ class CodecWorker:
 
     # Called from the engine thread (prime: when the request is added, before its first step); the work happens on
     # the codec thread, in order.
-    def prime(self, seq_id: int, sink: AudioSink, codes: np.ndarray) -> None:
+    def prime(self, seq_id: int, sink: Handle, codes: np.ndarray) -> None:
         """Decode `codes` [n, 16] first and drop their audio: the decoder's causal state then continues from them.
 
         In-context cloning: the reference decodes the clip's codes ++ the generated codes as one utterance and cuts
@@ -112,16 +100,16 @@ class CodecWorker:
         the total is not known while streaming."""
         self._jobs.put(("prime", seq_id, sink, codes))
 
-    def push(self, seq_id: int, sink: AudioSink, codes: np.ndarray) -> None:
+    def push(self, seq_id: int, sink: Handle, codes: np.ndarray) -> None:
         self._jobs.put(("frame", seq_id, sink, codes))
 
-    def close(self, seq_id: int, sink: AudioSink) -> None:
+    def close(self, seq_id: int, sink: Handle) -> None:
         self._jobs.put(("close", seq_id, sink, None))
 
-    def fail(self, seq_id: int, sink: AudioSink, error: Exception) -> None:
+    def fail(self, seq_id: int, sink: Handle, error: Exception) -> None:
         self._jobs.put(("fail", seq_id, sink, error))
 
-    def abort(self, seq_id: int, sink: AudioSink) -> None:
+    def abort(self, seq_id: int, sink: Handle) -> None:
         """Frames not yet decoded are discarded, and the sink fails with "aborted"."""
         self._jobs.put(("abort", seq_id, sink, None))
 
@@ -184,7 +172,7 @@ class CodecWorker:
 
         return min(ready, key=order, default=None)
 
-    def _decode_block(self, seq_id: int, stream: _Stream, sink: AudioSink) -> None:
+    def _decode_block(self, seq_id: int, stream: _Stream, sink: Handle) -> None:
         """The stream's next decoder block, its audio to the sink at once; an ending stream's last frames (fewer than
         a block) are its last chunk, and once nothing is left the sink finishes. The blocks fall at the same frames
         whenever the frames came, so the audio never depends on timing."""
@@ -200,7 +188,7 @@ class CodecWorker:
         self._pacing.block_out(seq_id)
 
     @contextlib.contextmanager
-    def _ending_on_failure(self, seq_id: int, sink: AudioSink) -> Iterator[None]:
+    def _ending_on_failure(self, seq_id: int, sink: Handle) -> Iterator[None]:
         """A decoder failure ends this reply only."""
         try:
             yield
@@ -213,7 +201,7 @@ class CodecWorker:
                 self._pacing.block_out(seq_id)  # no block will come: the engine must not wait for one
                 self._on_failure(seq_id, error)
 
-    def _handle(self, kind: str, seq_id: int, sink: AudioSink, payload) -> None:
+    def _handle(self, kind: str, seq_id: int, sink: Handle, payload) -> None:
         if seq_id in self._failed:
             if kind in ("prime", "frame"):
                 return  # its decoder state is gone: decoding on from zero would be wrong audio

@@ -20,7 +20,7 @@ from dataclasses import replace
 import numpy as np
 
 from wyoming_chorus.config import EngineSettings, SchedulerSettings
-from wyoming_chorus.engine.audio_output import AudioSink, CodecWorker
+from wyoming_chorus.engine.audio_output import CodecWorker
 from wyoming_chorus.engine.blocks import BlockManager
 from wyoming_chorus.engine.device import available_devices, cpu_facts, resolve_device
 from wyoming_chorus.engine.lm_precision import lm_precision
@@ -36,6 +36,7 @@ from wyoming_chorus.engine.streaming_codec import BLOCK_FRAMES
 from wyoming_chorus.errors import QueueFull, RequestFailed
 from wyoming_chorus.metrics import Metrics
 from wyoming_chorus.modeldir.manifest import ModelDir
+from wyoming_chorus.speech.api import Handle
 
 _LOG = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ class EngineCore:
             policy=settings.policy,
             pacing=self.pacing,
         )
-        self._sinks: dict[int, AudioSink | None] = {}
+        self._sinks: dict[int, Handle | None] = {}
         self._stopping = False
         self._steps = self._frames = 0
         # The one way into the engine. `_accepting` says whether a message put now will still be read: by the caller
@@ -147,7 +148,7 @@ class EngineCore:
         self._scheduler.check_integrity()
 
     # ---- what other threads send (the front-end thread; stop from the caller's) --------------------------------
-    def add(self, seq: Sequence, sink: AudioSink | None) -> bool:
+    def add(self, seq: Sequence, sink: Handle | None) -> bool:
         """Runs `seq`, its audio going to `sink` (whose `put`, `add_codes`, `finish` and `fail` the codec thread
         calls); False when the engine is not running. A deferred `seq` (audio made ahead of need) runs only where
         it takes no place another request waits for, until it is promoted. With no sink (offline, before start)
