@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "wyoming_chorus"
-LEAVES = {"config", "config_checks", "errors", "metrics", "playback_clock", "_native"}
+LEAVES = {"config", "config_checks", "errors", "inbox", "metrics", "playback_clock", "_native"}
 # Leaf modules inside a part: speech/api (a Request in, a Handle out) is the seam every layer shares, so the engine,
 # the front end and the protocol side import Request, Handle and RequestInfo from it instead of copying them.
 SHARED = {"speech.api"}
@@ -126,5 +126,5 @@ def test_relative_imports_are_resolved():
 def test_the_leaves_import_nothing_of_the_service():
     # config's value checks live beside it (config_checks.py), a leaf below it
     below = {"config": {"wyoming_chorus.config_checks"}}
-    for leaf in ("config", "config_checks", "errors", "metrics", "playback_clock"):
+    for leaf in ("config", "config_checks", "errors", "inbox", "metrics", "playback_clock"):
         assert _imports(ROOT / f"{leaf}.py") <= below.get(leaf, set()), leaf

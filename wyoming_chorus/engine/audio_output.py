@@ -14,17 +14,19 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import queue
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from wyoming_chorus.engine.codec_precision import choose_codec_decoder
 from wyoming_chorus.engine.pacing import HeldBack, Pacing, nobody_held
-from wyoming_chorus.errors import RequestFailed
+from wyoming_chorus.engine.sequence import FinishReason
+from wyoming_chorus.errors import QueueFull, RequestFailed
+from wyoming_chorus.inbox import Inbox
 from wyoming_chorus.modeldir.manifest import ModelDir
 from wyoming_chorus.playback_clock import PlaybackClock
 from wyoming_chorus.speech.api import Handle
@@ -34,6 +36,9 @@ PRIMED_VOICES = 8
 # While every block the codec thread could decode is held back (engine/pacing.py), it waits this long for new frames
 # at most before it asks the pacing again; new frames wake it at once.
 HOLD_POLL_SECONDS = 0.02
+# A job for the codec thread: (kind, request id, its Handle, the codes or the error); _STOP ends the thread.
+Job = tuple[str, int, Any, Any]
+_STOP: Job = ("stop", -1, None, None)
 
 
 @dataclass
@@ -63,7 +68,7 @@ class CodecWorker:
         self._decoder = self.choice.decoder
         self._on_failure = on_failure
         self._pacing = pacing or Pacing()
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._jobs: Inbox[Job] = Inbox()  # closed at stop: a job put later is refused (False), its caller answers
         self._streams: dict[int, _Stream] = {}
         self._failed: set[int] = set()  # requests whose decoding failed: their frames still queued are dropped
         # In-context clones: the decoder's state after a clip's codes, by the codes' digest, so that a voice's later
@@ -81,39 +86,52 @@ class CodecWorker:
         self._decoder.push(self._decoder.new_stream(), frames)
 
     def stop(self, timeout: float) -> None:
-        self._jobs.put(None)
+        """The jobs put before this are still done, with every block they make ready."""
+        self._jobs.put(_STOP)
         self._thread.join(timeout)
 
-    @property
-    def block_frames(self) -> int:
-        """Frames per decoder block: a request's first audio needs this many (or its end)."""
-        return self._decoder.block_frames
-
     # Called from the engine thread (prime: when the request is added, before its first step); the work happens on
-    # the codec thread, in order.
-    def prime(self, seq_id: int, sink: Handle, codes: np.ndarray) -> None:
+    # the codec thread, in order. Each says whether it will be done: False once the codec thread has stopped.
+    def prime(self, seq_id: int, sink: Handle, codes: np.ndarray) -> bool:
         """Decode `codes` [n, 16] first and drop their audio: the decoder's causal state then continues from them.
 
         In-context cloning: the reference decodes the clip's codes ++ the generated codes as one utterance and cuts
         int(n / total * samples) samples, which is n * 1920 except where float rounding makes it one less (~4% of
         (n, total) pairs; its output then starts with the clip part's last sample). This cuts exactly n * 1920:
         the total is not known while streaming."""
-        self._jobs.put(("prime", seq_id, sink, codes))
+        return self._jobs.put(("prime", seq_id, sink, codes))
 
-    def push(self, seq_id: int, sink: Handle, codes: np.ndarray) -> None:
-        self._jobs.put(("frame", seq_id, sink, codes))
+    def push(self, seq_id: int, sink: Handle, codes: np.ndarray) -> bool:
+        return self._jobs.put(("frame", seq_id, sink, codes))
 
-    def close(self, seq_id: int, sink: Handle) -> None:
-        self._jobs.put(("close", seq_id, sink, None))
+    def close(self, seq_id: int, sink: Handle) -> bool:
+        return self._jobs.put(("close", seq_id, sink, None))
 
-    def fail(self, seq_id: int, sink: Handle, error: Exception) -> None:
-        self._jobs.put(("fail", seq_id, sink, error))
+    def fail(self, seq_id: int, sink: Handle, error: Exception) -> bool:
+        return self._jobs.put(("fail", seq_id, sink, error))
 
-    def abort(self, seq_id: int, sink: Handle) -> None:
+    def abort(self, seq_id: int, sink: Handle) -> bool:
         """Frames not yet decoded are discarded, and the sink fails with "aborted"."""
-        self._jobs.put(("abort", seq_id, sink, None))
+        return self._jobs.put(("abort", seq_id, sink, None))
+
+    def end(self, seq_id: int, sink: Handle, reason: FinishReason, error: str | None = None) -> bool:
+        """The request ended for `reason` (its Sequence's error message: `error`): behind its frames, its listener
+        gets the end of its audio, or the error."""
+        if reason in (FinishReason.EOS, FinishReason.FRAME_CAP):
+            return self.close(seq_id, sink)
+        if reason is FinishReason.ABORTED:
+            return self.abort(seq_id, sink)
+        if reason is FinishReason.REJECTED:
+            return self.fail(seq_id, sink, QueueFull(error or "the server is busy"))
+        return self.fail(seq_id, sink, RequestFailed(error or "the request failed"))
 
     def _run(self) -> None:
+        try:
+            self._serve()
+        finally:  # stopped, or a bug: every job left fails its request rather than leave its reader waiting
+            _refuse(self._jobs.close())
+
+    def _serve(self) -> None:
         stopping = False
         holding = False  # the most urgent block was held back at the last look
         while True:
@@ -122,8 +140,11 @@ class CodecWorker:
                 # queued now, so that the next block is the most urgent one the worker knows of.
                 jobs = self._take_jobs(wait=holding or self._next_ready() is None,
                                        timeout=HOLD_POLL_SECONDS if holding else None)
-                if None in jobs:  # stop: the jobs before it are still done, and every chunk they make ready
-                    jobs, stopping = jobs[:jobs.index(None)], True
+                at = next((i for i, job in enumerate(jobs) if job is _STOP), None)
+                if at is not None:  # the jobs before it are still done, and every block they make ready
+                    stopping = True
+                    jobs, left = jobs[:at], jobs[at + 1:] + self._jobs.close()
+                    _refuse(left)
                 for kind, seq_id, sink, payload in jobs:
                     with self._ending_on_failure(seq_id, sink):
                         self._handle(kind, seq_id, sink, payload)
@@ -147,18 +168,9 @@ class CodecWorker:
             with self._ending_on_failure(seq_id, sink):
                 self._decode_block(seq_id, stream, sink)
 
-    def _take_jobs(self, wait: bool, timeout: float | None = None) -> list:
-        jobs = []
-        if wait:
-            try:
-                jobs.append(self._jobs.get(timeout=timeout))
-            except queue.Empty:
-                return jobs
-        while True:
-            try:
-                jobs.append(self._jobs.get_nowait())
-            except queue.Empty:
-                return jobs
+    def _take_jobs(self, wait: bool, timeout: float | None = None) -> list[Job]:
+        first = self._jobs.get(timeout) if wait else None
+        return ([first] if first is not None else []) + self._jobs.take_all()
 
     def _next_ready(self, held: HeldBack = nobody_held) -> tuple[int, _Stream] | None:
         """The stream whose block goes next, of those with work (a whole block pending, or an ending): one with no
@@ -237,6 +249,15 @@ class CodecWorker:
             sink.fail(payload)
         else:  # aborted: by the caller, who reads no more, or by a shutdown, whose caller must not take it as done
             sink.fail(RequestFailed("the request was aborted"))
+
+
+def _refuse(jobs: list[Job]) -> None:
+    """Jobs the codec thread will not do (it has stopped): the request of each fails, once."""
+    failed = set()
+    for kind, seq_id, sink, payload in jobs:
+        if sink is not None and seq_id not in failed:
+            failed.add(seq_id)
+            sink.fail(payload if kind == "fail" else RequestFailed("the engine stopped"))
 
 
 def _urgency(clock: PlaybackClock | None) -> float:

@@ -13,7 +13,6 @@ An open text (a reply streamed while it is written) starts once its first pieces
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 from dataclasses import dataclass
 from typing import Protocol
@@ -24,6 +23,7 @@ from wyoming_chorus.engine.sequence import Sequence
 from wyoming_chorus.errors import EngineError, RequestFailed
 from wyoming_chorus.frontend.language import choose_language, unspoken_note
 from wyoming_chorus.frontend.requests import RequestBuilder, TextFeed
+from wyoming_chorus.inbox import Inbox
 from wyoming_chorus.speech.api import Handle
 
 _LOG = logging.getLogger(__name__)
@@ -110,15 +110,12 @@ class FrontEnd:
     def __init__(self, builder: RequestBuilder, engine: EngineInbox):
         self.builder = builder
         self._engine = engine
-        self._inbox: queue.SimpleQueue[Message] = queue.SimpleQueue()
-        # Whether the thread still reads what is posted. Cleared by the thread before its last look at the inbox;
-        # a poster that finds it cleared after posting answers the inbox itself: each message is taken once, by
-        # whichever thread gets it, so no request waits for ever and no lock is needed.
-        self._accepting = False
+        # Closed by the thread when it ends, which then refuses what is left; a message posted later is refused by its
+        # poster (wyoming_chorus.inbox): no request waits for ever.
+        self._inbox: Inbox[Message] = Inbox()
         self._thread = threading.Thread(target=self._run, name="chorus-frontend", daemon=True)
 
     def start(self) -> None:
-        self._accepting = True
         self._thread.start()
 
     def stop(self, timeout: float) -> None:
@@ -127,38 +124,33 @@ class FrontEnd:
 
     @property
     def alive(self) -> bool:
-        return self._accepting and self._thread.is_alive()
+        return not self._inbox.closed and self._thread.is_alive()
 
     def ticket(self) -> Ticket:
         return Ticket(self)
 
     def post(self, message: Message) -> None:
-        self._inbox.put(message)
-        if not self._accepting:
-            self._refuse_all()
+        if not self._inbox.put(message):
+            self._refuse(message)
 
     # ---- the front-end thread ------------------------------------------------------------------------------------
     def _run(self) -> None:
         try:
             while not isinstance(message := self._inbox.get(), Stop):
-                self._process(message)
+                if message is not None:
+                    self._process(message)
         finally:
-            self._accepting = False
-            self._refuse_all()
+            for message in self._inbox.close():
+                self._refuse(message)
 
-    def _refuse_all(self) -> None:
-        """Fails the request of every message still in the inbox that the engine does not hold: the thread reads
-        no more (the engine fails those it holds when it stops)."""
-        while True:
-            try:
-                message = self._inbox.get_nowait()
-            except queue.Empty:
-                return
-            if isinstance(message, Stop):
-                continue
-            handle = message.handle if isinstance(message, Open) else message.ticket.handle
-            if handle is not None and message.ticket.seq_id is None:
-                handle.fail(RequestFailed("the engine is not running"))
+    def _refuse(self, message: Message) -> None:
+        """Fails the request of a message the thread will not read, unless the engine holds it (the engine fails
+        those it holds when it stops)."""
+        if isinstance(message, Stop):
+            return
+        handle = message.handle if isinstance(message, Open) else message.ticket.handle
+        if handle is not None and message.ticket.seq_id is None:
+            handle.fail(RequestFailed("the engine is not running"))
 
     def _process(self, message: Message) -> None:
         if isinstance(message, Stop):
