@@ -1,4 +1,5 @@
-"""What other threads tell the engine thread: one queue of typed messages, read only at step boundaries.
+"""What other threads tell the engine thread: typed messages in its inbox (wyoming_chorus.inbox), read only at step
+boundaries.
 
 The engine thread is the only owner of request state (the scheduler, the block manager, every request's sink). The
 front-end thread adds, feeds, promotes and aborts requests; the owner stops the engine; the codec thread reports a

@@ -3,9 +3,9 @@ the engine's inbox.
 
 This thread alone uses the RequestBuilder (and with it the voices it finds, the clone caches, the language detector
 and the prompt graph), so none of them needs a lock for the requests' sake. The event loop reaches it only through
-one queue of typed messages, which every request's `Ticket` puts there: Open, Feed, Close, Needed, Cancel. Each
-becomes an engine message in the same order (Add, FeedText, Promote, Abort), so an abort can never overtake the
-request it aborts, and text fed to a request always follows its Add.
+its inbox (wyoming_chorus.inbox) of typed messages, which every request's `Ticket` puts there: Open, Feed, Close,
+Needed, Cancel. Each becomes an engine message in the same order (Add, FeedText, Promote, Abort), so an abort can
+never overtake the request it aborts, and text fed to a request always follows its Add.
 
 An open text (a reply streamed while it is written) starts once its first pieces tell its language (see
 `_LANGUAGE_WORDS`) and once its voice can take text while it speaks; until then its pieces wait here.
