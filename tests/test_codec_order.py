@@ -303,3 +303,19 @@ def test_while_the_engine_makes_a_new_replys_first_frames_every_listener_with_au
         urgent.mark(QUIET)
         codec.stop(10)
     assert Sink.order == ["new", "dry", "low", "reader"]
+
+
+def test_once_stopped_the_codec_refuses_jobs_and_their_callers_answer_them():
+    """The codec thread closes its inbox when it stops: a job put later is refused (False), so the engine fails that
+    reply itself instead of leaving its reader waiting; the jobs put before the stop are still done."""
+    sink = Sink("one", None)
+    codec = CodecWorker(TINY, "")
+    for codes in frames(BLOCK, 1):
+        assert codec.push(1, sink, codes)
+    assert codec.close(1, sink)
+    codec.start()
+    codec.stop(60)
+    assert not codec.is_alive() and sink.done.is_set() and len(sink.pcm) == 1
+    late = Sink("late", None)
+    assert not codec.push(2, late, frames(1, 2)[0])
+    assert not codec.fail(2, late, RuntimeError("the engine stopped"))
