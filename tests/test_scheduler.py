@@ -256,7 +256,7 @@ def test_a_preempted_request_is_not_readmitted_in_the_step_that_preempted_it():
         ([(1, 6, 1, True), (2, 3, 1, True)], []),
         ([(1, 7, 1, True), (2, 4, 1, True)], []),  # the last free block goes to 2
         ([(1, 8, 1, True)], [2]),  # 2's first 3-row chunk would fit the freed block, yet it waits a step
-        ([(1, 9, 1, True)], []),  # and then, since 3 rows would cut a block (see Scheduler._chunk), for a fuller one
+        ([(1, 9, 1, True)], []),  # and then, since 3 rows would cut a block (see Scheduler.chunk), for a fuller one
         ([(1, 10, 1, True)], []),  # 1 retires
         ([(2, 0, 4, False)], []),
         ([(2, 4, 2, True)], []),  # rows 0-5: 2 prompt rows + 4 frames, so the recompute emits frame 4
@@ -699,7 +699,7 @@ class RandomOperations(RuleBasedStateMachine):
         assert len(set(ids(entries))) == len(entries)
         block = self.sched.blocks.block_size
         if self.sched.token_budget - (self.sched.max_running - 1) >= block:  # a prefill chunk can always end a block
-            # so every full block is written by one chunk, however the budget was shared (Scheduler._chunk)
+            # so every full block is written by one chunk, however the budget was shared (Scheduler.chunk)
             assert all((e.start + e.num_new) % block == 0 for e in entries if not e.emits)
 
     @invariant()

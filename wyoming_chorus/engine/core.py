@@ -10,7 +10,6 @@ and before `start()` the caller may step the engine itself, from one thread (the
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable
@@ -20,34 +19,27 @@ from dataclasses import replace
 import numpy as np
 
 from wyoming_chorus.config import EngineSettings, SchedulerSettings
-from wyoming_chorus.engine.audio_output import AudioSink, CodecWorker
+from wyoming_chorus.engine.audio_output import CodecWorker
 from wyoming_chorus.engine.blocks import BlockManager
 from wyoming_chorus.engine.device import available_devices, cpu_facts, resolve_device
-from wyoming_chorus.engine.first_audio_hold import FirstAudioHold
 from wyoming_chorus.engine.lm_precision import lm_precision
 from wyoming_chorus.engine.messages import Abort, Add, CheckIntegrity, CodecFailed, FeedText, Message, Promote, Stop
-from wyoming_chorus.engine.playback_policy import policy_for
+from wyoming_chorus.engine.pacing import pacing_for
 from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
 from wyoming_chorus.engine.scheduler import ScheduledEntry, Scheduler
 from wyoming_chorus.engine.sequence import FinishReason, Sequence
 from wyoming_chorus.engine.stats import EngineStats, StepReport
 from wyoming_chorus.engine.step_cost import StepCost, probe_batches
 from wyoming_chorus.engine.step_metrics import StepMetrics, playback_slack
-from wyoming_chorus.engine.urgent_steps import UrgentSteps, codec_level
-from wyoming_chorus.errors import QueueFull, RequestFailed
+from wyoming_chorus.engine.streaming_codec import BLOCK_FRAMES
+from wyoming_chorus.errors import RequestFailed
+from wyoming_chorus.inbox import Inbox
 from wyoming_chorus.metrics import Metrics
 from wyoming_chorus.modeldir.manifest import ModelDir
+from wyoming_chorus.speech.api import Handle
 
 _LOG = logging.getLogger(__name__)
 
-# chorus_sentences_total's status label by how a request ended (a frame cap is a complete, if cut, reply)
-_STATUS = {
-    FinishReason.EOS: "ok",
-    FinishReason.FRAME_CAP: "ok",
-    FinishReason.ABORTED: "aborted",
-    FinishReason.REJECTED: "rejected",
-    FinishReason.ERROR: "error",
-}
 # While idle, the engine thread wakes this often to check the invariants and publish its stats.
 _IDLE_SECONDS = 1.0
 
@@ -70,16 +62,10 @@ class EngineCore:
         self.sample_rate = model.manifest.sample_rate
         self.step_cost = StepCost()
         frame_seconds = model.manifest.samples_per_frame / model.manifest.sample_rate
-        self._playback = policy_for(scheduling or SchedulerSettings(), self.step_cost, frame_seconds)
-        # Under the playback policy the codec holds back blocks of listeners who lose little by waiting while the
-        # engine makes frames others wait for: a new reply's first, a head start's (engine/urgent_steps.py).
-        self._urgent = UrgentSteps() if self._playback is not None else None
+        # The playback policy (scheduler.policy): the scheduler, this thread and the codec's all ask it.
+        self.pacing = pacing_for(scheduling or SchedulerSettings(), self.step_cost, frame_seconds, BLOCK_FRAMES)
         self.codec = CodecWorker(model, settings.codec_precision, settings.inference_precision,
-                                 on_failure=self._codec_failed, urgent=self._urgent,
-                                 spare_seconds=self._playback.limits.min_slack_seconds if self._playback else 1.0,
-                                 head_start_seconds=self._playback.limits.head_start_seconds if self._playback else 5.0)
-        # ... and the engine steps aside while a reply's first block waits at the codec (engine/first_audio_hold.py).
-        self._hold = FirstAudioHold(self.codec, self._playback.waits_for_first_audio) if self._playback else None
+                                 on_failure=self._codec_failed, pacing=self.pacing)
         self._observer = StepMetrics(self.metrics, self.step_cost, frame_seconds, settings.max_batch)
         self._max_batch = settings.max_batch
         # Owned by whoever steps (the engine thread once started): the scheduler and its block pool, the sink of
@@ -90,17 +76,14 @@ class EngineCore:
             max_waiting=settings.max_waiting,
             token_budget=settings.step_token_budget,
             policy=settings.policy,
-            playback=self._playback,
+            pacing=self.pacing,
         )
-        self._sinks: dict[int, AudioSink | None] = {}
+        self._sinks: dict[int, Handle | None] = {}
         self._stopping = False
         self._steps = self._frames = 0
-        # The one way into the engine. `_accepting` says whether a message put now will still be read: by the caller
-        # that steps before start(), then by the engine thread. It is cleared (under `_life`) when that thread ends,
-        # before it fails whatever is left, so that no request can slip in behind the last look and wait for ever.
-        self._inbox: queue.SimpleQueue[Message] = queue.SimpleQueue()
-        self._life = threading.Lock()
-        self._accepting = True
+        # The one way into the engine, read by the caller that steps before start(), then by the engine thread, which
+        # closes it when it ends and fails whatever is left (wyoming_chorus.inbox).
+        self._inbox: Inbox[Message] = Inbox()
         self._thread = threading.Thread(target=self._run, name="chorus-engine", daemon=True)
         self._stats = self._snapshot()
         self.metrics.kv_blocks_total.set(self.runner.num_blocks)
@@ -129,14 +112,14 @@ class EngineCore:
 
     def stop(self, timeout: float = 10.0) -> None:
         """Abort whatever still runs (every reader sees an error), then stop both threads."""
-        self._send(Stop())
+        self._inbox.put(Stop())
         self._thread.join(timeout)
         self.codec.stop(timeout)
 
     @property
     def alive(self) -> bool:
         """Whether a request made now will be served: the one place that decides it."""
-        return self._accepting and self._thread.is_alive() and self.codec.is_alive()
+        return not self._inbox.closed and self._thread.is_alive() and self.codec.is_alive()
 
     def stats(self) -> EngineStats:
         """What the engine held after its last step (or idle second): the snapshot it published, from any thread."""
@@ -148,65 +131,51 @@ class EngineCore:
         for the answer), else on the caller's thread, which then owns them (before start, or once stopped)."""
         if self._thread.is_alive():
             done: Future[None] = Future()
-            if self._send(CheckIntegrity(done)):
+            if self._inbox.put(CheckIntegrity(done)):
                 done.result(timeout)
                 return
         self._scheduler.check_integrity()
 
     # ---- what other threads send (the front-end thread; stop from the caller's) --------------------------------
-    def add(self, seq: Sequence, sink: AudioSink | None) -> bool:
+    def add(self, seq: Sequence, sink: Handle | None) -> bool:
         """Runs `seq`, its audio going to `sink` (whose `put`, `add_codes`, `finish` and `fail` the codec thread
         calls); False when the engine is not running. A deferred `seq` (audio made ahead of need) runs only where
         it takes no place another request waits for, until it is promoted. With no sink (offline, before start)
         no audio is made: the caller reads the frames off `seq` between its steps."""
-        return self._send(Add(seq, sink))
+        return self._inbox.put(Add(seq, sink))
 
     def feed(self, seq_id: int, rows: np.ndarray, frame_cap: int, close: bool) -> None:
         """More text rows for a streaming request (made with text_open); a finished request ignores them."""
-        self._send(FeedText(seq_id, rows, frame_cap, close))
+        self._inbox.put(FeedText(seq_id, rows, frame_cap, close))
 
     def promote(self, seq_id: int) -> None:
-        self._send(Promote(seq_id))
+        self._inbox.put(Promote(seq_id))
 
     def abort(self, seq_id: int) -> None:
         """Its blocks are freed at the next step boundary, and its sink fails with "aborted"."""
-        self._send(Abort(seq_id))  # a stopped engine has already failed every request it held
-
-    def _send(self, message: Message) -> bool:
-        """Hands `message` to the engine; False when nothing will read it any more."""
-        with self._life:
-            if self._accepting:
-                self._inbox.put(message)
-            return self._accepting
+        self._inbox.put(Abort(seq_id))  # a stopped engine has already failed every request it held
 
     def _codec_failed(self, seq_id: int, error: Exception) -> None:
         """Called on the codec thread: the request is ended (and no frame more made) by the engine thread."""
         _LOG.error("codec decoder failed for request %d: %s", seq_id, error)
-        self._send(CodecFailed(seq_id, f"the audio decoder failed: {error}"))
+        self._inbox.put(CodecFailed(seq_id, f"the audio decoder failed: {error}"))
 
     # ---- one step (the engine thread; the caller before start) ---------------------------------------------------
     def step(self) -> StepReport:
         """Takes the messages queued now, schedules, runs the batch, updates its requests (their frames go to the
         codec thread), and publishes the stats. A step with nothing to run checks the invariants instead."""
-        self._read_messages()
+        for message in self._inbox.take_all():
+            self._process(message)
         entries = self._scheduler.schedule()
         preempted = len(self._scheduler.preempted)  # with or without entries: a victim's place goes next time
-        if self._urgent is not None and self._playback is not None:  # both exist under the playback policy only
-            self._urgent.mark(codec_level(self._playback, [entry.seq for entry in entries]))
+        self.pacing.mark([entry.seq for entry in entries])
         if entries:
-            report = self._run_batch(entries, preempted, self._sat_out_tiers())
+            report = self._run_batch(entries, preempted, self.pacing.sat_out_tiers(self._scheduler.sat_out))
         else:
             self._scheduler.check_integrity()
             report = StepReport(preempted, self._scheduler.has_work())
         self._stats = self._snapshot()
         return report
-
-    def _sat_out_tiers(self) -> tuple[str, ...]:
-        """The playback tier of each request the policy sat out of this step (chorus_playback_sat_out_total)."""
-        if self._playback is None:
-            return ()
-        tiers = self._playback.tiers
-        return tuple(tiers[seq.id] for seq in self._scheduler.sat_out if seq.id in tiers)
 
     def _run_batch(self, entries: list[ScheduledEntry], preempted: int, sat_out: tuple[str, ...] = ()) -> StepReport:
         started = time.perf_counter()
@@ -248,8 +217,9 @@ class EngineCore:
         try:
             while not (self._stopping and not self._scheduler.has_work()):
                 if idle:
-                    self._wait_for_message()
-                elif self._hold is not None and self._hold.wait(
+                    if (message := self._inbox.get(timeout=_IDLE_SECONDS)) is not None:
+                        self._process(message)
+                elif self.pacing.hold_engine(
                         seq for seq in self._scheduler.running if self._sinks.get(seq.id) is not None):
                     continue
                 report = self.step()
@@ -259,21 +229,6 @@ class EngineCore:
             _LOG.exception("engine loop crashed")
         finally:
             self._close()
-
-    def _wait_for_message(self) -> None:
-        try:
-            self._process(self._inbox.get(timeout=_IDLE_SECONDS))
-        except queue.Empty:
-            pass
-
-    def _read_messages(self) -> None:
-        """Every message queued now."""
-        while True:
-            try:
-                message = self._inbox.get_nowait()
-            except queue.Empty:
-                return
-            self._process(message)
 
     def _process(self, message: Message) -> None:
         if isinstance(message, Add):
@@ -312,22 +267,13 @@ class EngineCore:
 
     def _close(self) -> None:
         """The engine thread's last act: take no more messages, then fail every request still held or queued."""
-        with self._life:
-            self._accepting = False
+        left = self._inbox.close()
         stopped = RequestFailed("the engine stopped")
-        for seq_id, sink in list(self._sinks.items()):
-            if sink is None:
-                continue
-            if self.codec.is_alive():
-                self.codec.fail(seq_id, sink, stopped)  # behind its frames, in order
-            else:
-                sink.fail(stopped)
+        for seq_id, sink in self._sinks.items():
+            if sink is not None and not self.codec.fail(seq_id, sink, stopped):  # behind its frames, in order
+                sink.fail(stopped)  # the codec thread has stopped too
         self._sinks.clear()
-        while True:
-            try:
-                message = self._inbox.get_nowait()
-            except queue.Empty:
-                break
+        for message in left:
             if isinstance(message, Add) and message.sink is not None:
                 message.sink.fail(stopped)
             elif isinstance(message, CheckIntegrity):
@@ -338,13 +284,6 @@ class EngineCore:
         sink = self._sinks.pop(seq.id, None)
         if sink is None or seq.finish_reason is None:
             return
-        self.metrics.sentences_total.labels(status=_STATUS[seq.finish_reason]).inc()
-        if seq.finish_reason is FinishReason.REJECTED:
-            self.codec.fail(seq.id, sink, QueueFull(seq.error or "the server is busy"))
-        elif seq.finish_reason is FinishReason.ERROR:
-            self.codec.fail(seq.id, sink, RequestFailed(seq.error or "the request failed"))
-        elif seq.finish_reason is FinishReason.ABORTED:
-            self.codec.abort(seq.id, sink)
-        else:
-            self.codec.close(seq.id, sink)
-
+        self.metrics.sentences_total.labels(status=seq.finish_reason.status).inc()
+        if not self.codec.end(seq.id, sink, seq.finish_reason, seq.error):  # the codec thread has stopped
+            sink.fail(RequestFailed("the engine stopped"))

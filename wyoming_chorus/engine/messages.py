@@ -1,4 +1,5 @@
-"""What other threads tell the engine thread: one queue of typed messages, read only at step boundaries.
+"""What other threads tell the engine thread: typed messages in its inbox (wyoming_chorus.inbox), read only at step
+boundaries.
 
 The engine thread is the only owner of request state (the scheduler, the block manager, every request's sink). The
 front-end thread adds, feeds, promotes and aborts requests; the owner stops the engine; the codec thread reports a
@@ -9,21 +10,18 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from wyoming_chorus.engine.sequence import Sequence
-
-if TYPE_CHECKING:
-    from wyoming_chorus.engine.audio_output import AudioSink
+from wyoming_chorus.speech.api import Handle
 
 
 @dataclass(frozen=True)
 class Add:
     """A new request and the sink its audio goes to (None: an offline request, whose frames its caller reads)."""
     seq: Sequence
-    sink: AudioSink | None
+    sink: Handle | None
 
 
 @dataclass(frozen=True)

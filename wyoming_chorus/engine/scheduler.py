@@ -4,39 +4,20 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from enum import Enum
 from itertools import chain
 
 import numpy as np
 
-from .blocks import BlockManager, IntegrityError
-from .playback_policy import PlaybackPolicy
+from .blocks import BlockManager
+from .pacing import Pacing
+from .scheduler_checks import check_scheduler
 from .sequence import FinishReason, Sequence, SequenceStatus, StepOutput
-
-
-class Policy(Enum):
-    CONTINUOUS = "continuous"  # a request joins the running batch at the next step
-    STATIC = "static"  # a batch is admitted only once the previous one has drained (benchmark baseline)
-
-
-@dataclass(frozen=True)
-class ScheduledEntry:
-    seq: Sequence
-    start: int  # first new row; equals seq.num_computed when scheduled
-    num_new: int
-    emits: bool  # the chunk ends at the request's last row, so this step produces its next frame
-
-
-@dataclass
-class StepResult:
-    new_frames: list[tuple[Sequence, np.ndarray]] = field(default_factory=list)  # (seq, int32 [16])
-    finished: list[Sequence] = field(default_factory=list)  # blocks already back in the pool
+from .step_plan import Policy, ScheduledEntry, StepResult
 
 
 class Scheduler:
     def __init__(self, blocks: BlockManager, max_running: int, max_waiting: int, token_budget: int,
-                 policy: Policy | str = Policy.CONTINUOUS, playback: PlaybackPolicy | None = None):
+                 policy: Policy | str = Policy.CONTINUOUS, pacing: Pacing | None = None):
         if max_running < 1 or max_waiting < 0:
             raise ValueError(f"need max_running >= 1 and max_waiting >= 0, got {max_running} and {max_waiting}")
         if token_budget < max_running:
@@ -47,7 +28,7 @@ class Scheduler:
         self.max_waiting = max_waiting
         self.token_budget = token_budget
         self.policy = Policy(policy)
-        self.playback = playback  # None: every running request takes every step (first come, first served)
+        self.pacing = pacing or Pacing()  # who sits a step out (engine/pacing.py); by default nobody
         self.waiting: deque[Sequence] = deque()  # arrival order; preempted requests go back to the front
         self.running: list[Sequence] = []  # the batch, in admission order: the last one is the first preempted
         self.parked: list[Sequence] = []  # hold blocks, out of the batch until their text comes; oldest first
@@ -97,7 +78,7 @@ class Scheduler:
         """Running requests go first, in admission order, except those the playback policy sits out this step (their
         listeners have audio enough: see playback_policy.py; they keep their blocks and places); each takes its next
         chunk (one row when decoding, at most the remaining token budget when prefilling, ending on a block boundary
-        unless it reaches the last row: see _chunk) and the blocks to cover it. Only the newest running request can
+        unless it reaches the last row: see chunk) and the blocks to cover it. Only the newest running request can
         be mid-prefill, since a chunk the budget cuts short uses the budget up and so stops admission: every decode
         is thus scheduled before any prefill chunk, and the budget (at least max_running) covers all of them. When
         the pool is dry, the request parked longest is preempted first, then the most recently admitted running
@@ -119,11 +100,11 @@ cut from its next step. An entry emits a frame when its chunk reaches the reques
         self._make_room_for_urgent()
         entries: list[ScheduledEntry] = []
         budget = self.token_budget
-        sitting_out = self.playback.skipped(self.running) if self.playback else set()
+        sitting_out = self.pacing.skipped(self.running)
         for seq in list(self.running):
             if seq.status is not SequenceStatus.RUNNING or seq.id in sitting_out:
                 continue  # preempted earlier in this loop for an older request, or its listener has audio enough
-            num_new = self._chunk(seq, seq.num_computed, budget)
+            num_new = self.chunk(seq, seq.num_computed, budget)
             while self.blocks.allocate(seq, seq.num_computed + num_new) is None:
                 if seq.awaiting_text:  # prefilling ahead of its text: it takes free blocks only
                     self._park(seq)
@@ -138,8 +119,8 @@ cut from its next step. An entry emits a frame when its chunk reaches the reques
         if not self.preempted and (self.policy is Policy.CONTINUOUS or not self.running):
             decodes = len(entries)
             self._admit(entries, budget)
-            if self.playback is not None and len(entries) > decodes:
-                late = self.playback.skipped(self.running) - sitting_out
+            if len(entries) > decodes:
+                late = self.pacing.skipped(self.running) - sitting_out
                 entries = [e for i, e in enumerate(entries) if i >= decodes or e.seq.id not in late]
                 sitting_out |= late
         self.sat_out = [seq for seq in self.running
@@ -155,12 +136,12 @@ cut from its next step. An entry emits a frame when its chunk reaches the reques
                 continue  # parked until it made room for an earlier one in this loop
             parked = seq.status is SequenceStatus.PARKED
             start = seq.num_computed if parked else self.blocks.reusable_rows(seq)
-            num_new = self._chunk(seq, start, budget)
+            num_new = self.chunk(seq, start, budget)
             if num_new == 0:
                 continue  # awaiting text, with nothing to compute before the rows it holds back
             if (start + num_new) % self.blocks.block_size and start + num_new < seq.num_rows \
                     and budget < self.token_budget:
-                return  # the budget left would cut a block: it starts at the next step (see _chunk)
+                return  # the budget left would cut a block: it starts at the next step (see chunk)
             if not self._take_blocks(seq, start + num_new):
                 if seq.awaiting_text:
                     continue  # nothing waits on its step: the requests behind it go ahead
@@ -215,7 +196,7 @@ cut from its next step. An entry emits a frame when its chunk reaches the reques
                     result.finished.append(seq)
                     continue
             # Only a request awaiting text can be left with no row to compute (each frame adds the next one).
-            if seq.awaiting_text and self._chunk(seq, seq.num_computed, self.token_budget) == 0:
+            if seq.awaiting_text and self.chunk(seq, seq.num_computed, self.token_budget) == 0:
                 self._park(seq)
         return result
 
@@ -224,7 +205,7 @@ cut from its next step. An entry emits a frame when its chunk reaches the reques
         if seq_id in self.requests:
             self.requests[seq_id].deferred = False
 
-    def _chunk(self, seq: Sequence, start: int, budget: int) -> int:
+    def chunk(self, seq: Sequence, start: int, budget: int) -> int:
         """Rows of `seq` from `start` this step can compute: up to the budget, and short of its last row while that
         row's frame would need text that has not come (the row that emits a frame needs the text row of the next
         input). A chunk that stops short of the last row ends on a block boundary, so that each full block is
@@ -275,30 +256,8 @@ cut from its next step. An entry emits a frame when its chunk reaches the reques
         return finished
 
     def check_integrity(self) -> None:
-        """The block manager's check plus: exactly the running and parked requests hold blocks, enough for their
-        cached rows; the batch keeps to its cap, only its newest is mid-prefill and each has a row it can compute
-        next step; a parked request has rows left; waiting requests hold none and have nothing cached."""
-        self.blocks.check_integrity()
-        holding = list(chain(self.running, self.parked))
-        if set(self.blocks.holders) != {seq.id for seq in holding}:
-            raise IntegrityError(f"block holders {sorted(self.blocks.holders)} are not the running and parked "
-                                 f"requests {sorted(seq.id for seq in holding)}")
-        if any(self.blocks.blocks_for(s.num_computed) > len(s.block_table) for s in holding):
-            raise IntegrityError("a request has cached rows outside its blocks")
-        if len(self.running) > self.max_running:
-            raise IntegrityError(f"{len(self.running)} requests in a batch of at most {self.max_running}")
-        if any(s.num_uncomputed > 1 for s in self.running[:-1]):
-            raise IntegrityError("a running request other than the newest is mid-prefill")
-        if any(s.status is not SequenceStatus.RUNNING or self._chunk(s, s.num_computed, self.token_budget) < 1
-               for s in self.running):
-            # Each frame appends its next input row; a request awaiting text holds back at least that row.
-            raise IntegrityError("a running request has no row left it can compute (or is not marked running)")
-        if any(s.num_uncomputed < 1 or s.status is not SequenceStatus.PARKED for s in self.parked):
-            raise IntegrityError("a parked request has no row left, or is not marked parked")
-        if any(s.num_computed or s.status is not SequenceStatus.WAITING for s in self.waiting):
-            raise IntegrityError("a waiting request has cached rows or is not marked waiting")
-        if len(holding) + len(self.waiting) != len(self.requests):
-            raise IntegrityError("the live-request index disagrees with the queues")
+        """Raises IntegrityError if the books disagree (engine/scheduler_checks.py)."""
+        check_scheduler(self)
 
     def _entry(self, seq: Sequence, num_new: int) -> ScheduledEntry:
         return ScheduledEntry(seq, seq.num_computed, num_new, seq.num_computed + num_new == seq.num_rows)

@@ -28,6 +28,11 @@ class FinishReason(Enum):
     REJECTED = "rejected"  # refused on arrival because the waiting queue is full (counted apart from errors)
     ERROR = "error"
 
+    @property
+    def status(self) -> str:
+        """chorus_sentences_total's status label: a frame cap is a complete, if cut, reply."""
+        return "ok" if self in (FinishReason.EOS, FinishReason.FRAME_CAP) else self.value
+
 
 @dataclass(frozen=True)
 class SamplingParams:

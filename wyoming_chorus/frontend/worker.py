@@ -3,9 +3,9 @@ the engine's inbox.
 
 This thread alone uses the RequestBuilder (and with it the voices it finds, the clone caches, the language detector
 and the prompt graph), so none of them needs a lock for the requests' sake. The event loop reaches it only through
-one queue of typed messages, which every request's `Ticket` puts there: Open, Feed, Close, Needed, Cancel. Each
-becomes an engine message in the same order (Add, FeedText, Promote, Abort), so an abort can never overtake the
-request it aborts, and text fed to a request always follows its Add.
+its inbox (wyoming_chorus.inbox) of typed messages, which every request's `Ticket` puts there: Open, Feed, Close,
+Needed, Cancel. Each becomes an engine message in the same order (Add, FeedText, Promote, Abort), so an abort can
+never overtake the request it aborts, and text fed to a request always follows its Add.
 
 An open text (a reply streamed while it is written) starts once its first pieces tell its language (see
 `_LANGUAGE_WORDS`) and once its voice can take text while it speaks; until then its pieces wait here.
@@ -13,7 +13,6 @@ An open text (a reply streamed while it is written) starts once its first pieces
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 from dataclasses import dataclass
 from typing import Protocol
@@ -24,7 +23,8 @@ from wyoming_chorus.engine.sequence import Sequence
 from wyoming_chorus.errors import EngineError, RequestFailed
 from wyoming_chorus.frontend.language import choose_language, unspoken_note
 from wyoming_chorus.frontend.requests import RequestBuilder, TextFeed
-from wyoming_chorus.playback_clock import PlaybackClock
+from wyoming_chorus.inbox import Inbox
+from wyoming_chorus.speech.api import Handle
 
 _LOG = logging.getLogger(__name__)
 
@@ -32,41 +32,10 @@ _LOG = logging.getLogger(__name__)
 _LANGUAGE_WORDS = 8
 
 
-class TextRequest(Protocol):
-    """What the front end reads of a request (wyoming_chorus.speech.api.Request)."""
-    @property
-    def text(self) -> str | None: ...
-    @property
-    def voice(self) -> str | None: ...
-    @property
-    def speaker(self) -> str | None: ...
-    @property
-    def language(self) -> str | None: ...
-    @property
-    def seed(self) -> int | None: ...
-    @property
-    def deferred(self) -> bool: ...
-    @property
-    def clock(self) -> PlaybackClock | None: ...
-
-
-class Client(Protocol):
-    """The request's handle (wyoming_chorus.speech.api.Handle): the engine's audio sink, told what was chosen."""
-    @property
-    def request(self) -> TextRequest: ...
-
-    def started(self, voice: str, language: str | None, language_detected: bool, unspoken: str | None = None) -> None:
-        ...
-    def put(self, pcm: bytes) -> None: ...
-    def add_codes(self, codes: np.ndarray) -> None: ...
-    def finish(self) -> None: ...
-    def fail(self, error: BaseException) -> None: ...
-
-
 class EngineInbox(Protocol):
     """The engine core's message methods (wyoming_chorus.engine.core.EngineCore)."""
 
-    def add(self, seq: Sequence, sink: Client) -> bool: ...
+    def add(self, seq: Sequence, sink: Handle) -> bool: ...
     def feed(self, seq_id: int, rows: np.ndarray, frame_cap: int, close: bool) -> None: ...
     def promote(self, seq_id: int) -> None: ...
     def abort(self, seq_id: int) -> None: ...
@@ -75,7 +44,7 @@ class EngineInbox(Protocol):
 @dataclass(frozen=True)
 class Open:
     ticket: Ticket
-    handle: Client
+    handle: Handle
 
 
 @dataclass(frozen=True)
@@ -113,7 +82,7 @@ class Ticket:
 
     def __init__(self, front_end: FrontEnd):
         self._front_end = front_end
-        self.handle: Client | None = None
+        self.handle: Handle | None = None
         self.text = ""                     # an open text's pieces while it waits to start
         self.closed = False                # the text is complete
         self.is_needed = False             # Handle.needed() came
@@ -121,7 +90,7 @@ class Ticket:
         self.seq_id: int | None = None     # in the engine
         self.feed_rows: TextFeed | None = None
 
-    def open(self, handle: Client) -> None:
+    def open(self, handle: Handle) -> None:
         self._front_end.post(Open(self, handle))
 
     def feed(self, handle: object, text: str) -> None:
@@ -141,15 +110,12 @@ class FrontEnd:
     def __init__(self, builder: RequestBuilder, engine: EngineInbox):
         self.builder = builder
         self._engine = engine
-        self._inbox: queue.SimpleQueue[Message] = queue.SimpleQueue()
-        # Whether the thread still reads what is posted. Cleared by the thread before its last look at the inbox;
-        # a poster that finds it cleared after posting answers the inbox itself: each message is taken once, by
-        # whichever thread gets it, so no request waits for ever and no lock is needed.
-        self._accepting = False
+        # Closed by the thread when it ends, which then refuses what is left; a message posted later is refused by its
+        # poster (wyoming_chorus.inbox): no request waits for ever.
+        self._inbox: Inbox[Message] = Inbox()
         self._thread = threading.Thread(target=self._run, name="chorus-frontend", daemon=True)
 
     def start(self) -> None:
-        self._accepting = True
         self._thread.start()
 
     def stop(self, timeout: float) -> None:
@@ -158,38 +124,33 @@ class FrontEnd:
 
     @property
     def alive(self) -> bool:
-        return self._accepting and self._thread.is_alive()
+        return not self._inbox.closed and self._thread.is_alive()
 
     def ticket(self) -> Ticket:
         return Ticket(self)
 
     def post(self, message: Message) -> None:
-        self._inbox.put(message)
-        if not self._accepting:
-            self._refuse_all()
+        if not self._inbox.put(message):
+            self._refuse(message)
 
     # ---- the front-end thread ------------------------------------------------------------------------------------
     def _run(self) -> None:
         try:
             while not isinstance(message := self._inbox.get(), Stop):
-                self._process(message)
+                if message is not None:
+                    self._process(message)
         finally:
-            self._accepting = False
-            self._refuse_all()
+            for message in self._inbox.close():
+                self._refuse(message)
 
-    def _refuse_all(self) -> None:
-        """Fails the request of every message still in the inbox that the engine does not hold: the thread reads
-        no more (the engine fails those it holds when it stops)."""
-        while True:
-            try:
-                message = self._inbox.get_nowait()
-            except queue.Empty:
-                return
-            if isinstance(message, Stop):
-                continue
-            handle = message.handle if isinstance(message, Open) else message.ticket.handle
-            if handle is not None and message.ticket.seq_id is None:
-                handle.fail(RequestFailed("the engine is not running"))
+    def _refuse(self, message: Message) -> None:
+        """Fails the request of a message the thread will not read, unless the engine holds it (the engine fails
+        those it holds when it stops)."""
+        if isinstance(message, Stop):
+            return
+        handle = message.handle if isinstance(message, Open) else message.ticket.handle
+        if handle is not None and message.ticket.seq_id is None:
+            handle.fail(RequestFailed("the engine is not running"))
 
     def _process(self, message: Message) -> None:
         if isinstance(message, Stop):
