@@ -95,9 +95,12 @@ def test_unreadable_files_are_config_errors(tmp_path):
         load_settings(write(tmp_path, "- a list\n"))
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
+def run_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    """`python -m wyoming_chorus ARGS` in `cwd`: a folder outside the checkout, since `python -m` puts the working
+    folder first on sys.path, and in the repository root that would be the source tree, which has no compiled runner
+    unless the install is editable (pip install -e)."""
     return subprocess.run(
-        [sys.executable, "-m", "wyoming_chorus", *args], capture_output=True, text=True, timeout=60, cwd=REPO
+        [sys.executable, "-m", "wyoming_chorus", *args], capture_output=True, text=True, timeout=60, cwd=cwd
     )
 
 
@@ -112,16 +115,14 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 )
 def test_the_cli_reports_a_bad_config_in_one_line_and_exits_2(tmp_path, args, key):
     bad = write(tmp_path, "engine:\n  max_batch: -3\n")
-    result = run_cli(*(str(bad) if a == "{bad}" else a for a in args))
+    result = run_cli(tmp_path, *(str(bad) if a == "{bad}" else a for a in args))
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and f"{key}: " in lines[0], result.stderr
 
 
-def test_python_m_from_the_repository_root_speaks_with_the_installed_runner(tmp_path):
-    """`python -m wyoming_chorus` in a checkout imports the source tree, which has no compiled runner; the package path
-    reaches the installed copy's `_native` (wyoming_chorus/__init__.py). In CI's plain install this fails without it."""
+def test_python_m_speaks_with_the_installed_runner(tmp_path):
     out = tmp_path / "hello.wav"
-    result = run_cli("synth", "Hello.", "-o", str(out), "--data-dir", str(tmp_path / "data"))
+    result = run_cli(tmp_path, "synth", "Hello.", "-o", str(out), "--data-dir", str(tmp_path / "data"))
     assert result.returncode == 0, result.stderr
     assert out.stat().st_size > 44, "a WAV with no samples"

@@ -6,6 +6,7 @@ import asyncio
 
 import numpy as np
 
+from chorus_tools.scheduler.fake_runner import make_seq
 from wyoming_chorus.app import model_dir
 from wyoming_chorus.config import EngineSettings, SchedulerSettings
 from wyoming_chorus.engine.first_audio_hold import WAIT_SECONDS, FirstAudioHold
@@ -13,8 +14,6 @@ from wyoming_chorus.engine.sequence import Sequence
 from wyoming_chorus.playback_clock import PlaybackClock
 from wyoming_chorus.speech.api import Request
 from wyoming_chorus.speech.speech import Speech
-
-from test_scheduler import make_seq
 
 TINY = model_dir(EngineSettings())
 BLOCK = 4  # frames per decoder block: a reply's first chunk

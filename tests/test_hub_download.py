@@ -148,8 +148,9 @@ def start(model: str, data_dir: Path, endpoint: str, tmp_path: Path, wait: bool 
     """One first (or later) start in a fresh interpreter, as `wyoming-chorus --model MODEL --data-dir DATA_DIR`."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("HF_")}
     env.update(HF_ENDPOINT=endpoint, HF_HOME=str(tmp_path / "hf-home"), HF_HUB_DISABLE_TELEMETRY="1", CI="true")
+    # cwd: outside the checkout, which `python -c` would put first on sys.path (a source tree without _native)
     process = subprocess.Popen([sys.executable, "-c", _START, model, str(data_dir)], env=env, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
     return _finish(process) if wait else process
 
 

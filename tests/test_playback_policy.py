@@ -7,6 +7,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from chorus_tools.scheduler.fake_runner import FakeRunner, Recorder, make_seq
 from wyoming_chorus.engine.blocks import BlockManager
 from wyoming_chorus.engine.pacing import PlaybackPacing
 from wyoming_chorus.engine.playback_policy import PlaybackLimits, PlaybackPolicy
@@ -14,8 +15,6 @@ from wyoming_chorus.engine.scheduler import Scheduler
 from wyoming_chorus.engine.step_cost import StepCost, probe_batches
 from wyoming_chorus.engine.urgent_steps import FIRST_AUDIO, HEAD_START, QUIET, codec_level
 from wyoming_chorus.playback_clock import PlaybackClock
-
-from test_scheduler import FakeRunner, Recorder, make_seq
 
 FRAME = 0.08
 

@@ -5,113 +5,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import seed, settings
-from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from chorus_tools.scheduler.fake_runner import (
+    SHARED_PROMPT,
+    H,
+    Recorder,
+    expected_codes,
+    ids,
+    make,
+    make_seq,
+    text_row,
+)
+from chorus_tools.scheduler.random_operations import RandomOperations
 from wyoming_chorus.engine.blocks import BlockManager, IntegrityError
-from wyoming_chorus.engine.scheduler import Policy, Scheduler, StepResult
-from wyoming_chorus.engine.sequence import FinishReason, Sequence, SequenceStatus, StepOutput
-
-H = 8
-
-
-def expected_codes(seq_id: int, t: int) -> np.ndarray:
-    return ((seq_id * 7919 + t * 131 + np.arange(16) * 17) % 2048).astype(np.int32)
-
-
-def expected_row(seq: Sequence, t: int) -> np.ndarray:
-    """The input row that follows frame t: its codes embedded (here, scaled) plus the text track."""
-    return (expected_codes(seq.id, t)[:H] / 1000 + seq.text_for_frame(t)).astype(np.float32)
-
-
-class FakeRunner:
-    """Stands in for the native runner: it writes each new input row into a fake KV cache at the slot the block
-    table names, and before emitting checks that the cached context is exactly the prompt plus the rows of the frames
-    so far, so a block table that misses rows, a block shared by two requests, a stale block after preemption or a
-    frame emitted from the wrong row fails the test.
-    Codes are a function of (request id, frame index); eos comes at a configured frame index."""
-
-    def __init__(self, blocks: BlockManager, eos_at: dict[int, int] | None = None):
-        self.block_size = blocks.block_size
-        self.cache = np.full((blocks.num_blocks, blocks.block_size, H), np.nan, np.float32)
-        self.eos_at = {} if eos_at is None else eos_at  # shared: tests add entries as requests arrive
-
-    def slot(self, seq: Sequence, row: int) -> tuple[int, int]:
-        return seq.block_table[row // self.block_size], row % self.block_size
-
-    def step(self, entries) -> StepOutput:
-        codes = np.zeros((len(entries), 16), np.int32)
-        is_eos = np.zeros(len(entries), bool)
-        next_embeds = np.zeros((len(entries), H), np.float32)
-        for i, e in enumerate(entries):
-            seq = e.seq
-            assert e.start == seq.num_computed
-            assert len(seq.block_table) * self.block_size >= e.start + e.num_new
-            for k, row in enumerate(seq.rows(e.start, e.num_new)):
-                self.cache[self.slot(seq, e.start + k)] = row
-            if not e.emits:
-                continue
-            t = len(seq.frames)
-            end = e.start + e.num_new
-            assert end == seq.num_prompt_rows + t  # frame t follows the prompt and one row per earlier frame
-            context = np.stack([self.cache[self.slot(seq, r)] for r in range(end)])
-            expected = [seq.rows(0, seq.num_prompt_rows)] + [expected_row(seq, k)[None] for k in range(t)]
-            np.testing.assert_array_equal(context, np.concatenate(expected))
-            if self.eos_at.get(seq.id) == t:
-                is_eos[i] = True
-                continue
-            codes[i] = expected_codes(seq.id, t)
-            next_embeds[i] = expected_row(seq, t)
-        return StepOutput(codes, is_eos, next_embeds)
-
-
-def make_seq(seq_id: int, prompt_rows: int, frame_cap: int) -> Sequence:
-    rng = np.random.default_rng(seq_id)
-    return Sequence(seq_id, rng.standard_normal((prompt_rows, H)).astype(np.float32),
-                    rng.standard_normal((3, H)).astype(np.float32), np.full(H, 0.5, np.float32), frame_cap)
-
-
-def make(num_blocks=64, block_size=4, max_running=4, max_waiting=8, token_budget=64, policy="continuous",
-         eos_at=None):
-    blocks = BlockManager(num_blocks, block_size)
-    return Scheduler(blocks, max_running, max_waiting, token_budget, policy), FakeRunner(blocks, eos_at)
-
-
-class Recorder:
-    """Runs steps, checks integrity after each, and keeps every delivered frame per request."""
-
-    def __init__(self, sched: Scheduler, runner: FakeRunner):
-        self.sched, self.runner = sched, runner
-        self.delivered: dict[int, list[np.ndarray]] = {}
-        self.preempted: list[int] = []
-
-    def step(self) -> tuple[list, StepResult]:
-        entries = self.sched.schedule()
-        self.preempted += [s.id for s in self.sched.preempted]
-        result = self.sched.update(entries, self.runner.step(entries))
-        for seq, codes in result.new_frames:
-            self.delivered.setdefault(seq.id, []).append(codes)
-        self.sched.check_integrity()
-        return entries, result
-
-    def run(self, max_steps=1000, until=None) -> int:
-        """Steps until the scheduler has no work left, or until `until()` holds."""
-        done = until or (lambda: not self.sched.has_work())
-        for steps in range(1, max_steps + 1):
-            self.step()
-            if done():
-                return steps
-        raise AssertionError("the scheduler did not drain")
-
-    def assert_frames(self, seq_id: int, count: int) -> None:
-        got = self.delivered.get(seq_id, [])
-        assert len(got) == count
-        for t, codes in enumerate(got):
-            np.testing.assert_array_equal(codes, expected_codes(seq_id, t))
-
-
-def ids(entries) -> list[int]:
-    return [e.seq.id for e in entries]
+from wyoming_chorus.engine.scheduler import Policy, Scheduler
+from wyoming_chorus.engine.sequence import FinishReason, Sequence, SequenceStatus
 
 
 def seq_ids(seqs) -> list[int]:
@@ -417,10 +325,6 @@ def open_seq(seq_id: int, prompt_rows: int, frame_cap: int, text_rows: int) -> S
     return seq
 
 
-def text_row(seq: Sequence, k: int) -> np.ndarray:
-    return np.full((1, H), 0.01 * (k + 1) + seq.id, np.float32)
-
-
 def test_a_request_awaiting_text_is_parked_with_its_blocks_and_takes_no_budget():
     # Budget 4: with the open request's rows counted, the other's decode and a new prefill could not both run.
     sched, runner = make(max_running=3, token_budget=4)
@@ -614,116 +518,6 @@ def test_the_integrity_check_knows_a_request_awaiting_text():
     sched.blocks.allocate(seq, seq.num_rows)
     with pytest.raises(IntegrityError, match="a parked request has no row left"):
         sched.check_integrity()
-
-
-SHARED_PROMPT = np.random.default_rng(99).standard_normal((64, H)).astype(np.float32)
-
-
-class RandomOperations(RuleBasedStateMachine):
-    """Random arrivals, aborts, feeds and steps on a random tiny pool: the integrity check holds after every
-    operation; streams that never get more text hold nothing up (every other request runs to its end while they
-    wait); a feed that outgrows the pool ends its request at once; and every request's delivered frames are exactly
-    the unpreempted run's, each once, up to how it finished."""
-
-    @initialize(num_blocks=st.integers(3, 12), block_size=st.sampled_from([1, 2, 4, 8]),
-                max_running=st.integers(1, 5), extra_budget=st.integers(0, 12), max_waiting=st.integers(1, 6),
-                policy=st.sampled_from(list(Policy)))
-    def setup(self, num_blocks, block_size, max_running, extra_budget, max_waiting, policy):
-        self.eos_at: dict[int, int] = {}
-        sched, runner = make(num_blocks, block_size, max_running, max_waiting, max_running + extra_budget, policy,
-                             self.eos_at)
-        self.rec = Recorder(sched, runner)
-        self.sched = sched
-        self.seqs: dict[int, Sequence] = {}
-        self.silent: set[int] = set()  # streams whose text stops coming: never fed
-        self.outgrown: set[int] = set()  # ended by a feed whose frame cap the whole pool could not hold
-        self.most = num_blocks * block_size * 3 // 4 + 1  # prompts and caps up to this: mostly fit, sometimes not
-
-    @rule(data=st.data())
-    def arrive(self, data):
-        seq_id = len(self.seqs)
-        seq = make_seq(seq_id, data.draw(st.integers(1, self.most)), data.draw(st.integers(1, self.most)))
-        if data.draw(st.booleans()):  # the same prompt start as others (one voice): full blocks are shared
-            seq = Sequence(seq_id, SHARED_PROMPT[:seq.num_prompt_rows], seq.trailing_text, seq.pad_text,
-                           seq.frame_cap)
-        seq.deferred = data.draw(st.booleans())
-        if data.draw(st.booleans()):  # a streamed text: some of its rows have come, more may
-            seq.trailing_text = seq.trailing_text[:data.draw(st.integers(0, 3))]
-            seq.text_open = True
-            if data.draw(st.booleans()):
-                self.silent.add(seq_id)
-        eos = data.draw(st.none() | st.integers(0, self.most))
-        if eos is not None:
-            self.eos_at[seq_id] = eos
-        queue_full = len(self.sched.waiting) >= self.sched.max_waiting
-        too_big = self.sched.blocks.blocks_for(seq.max_rows) > self.sched.blocks.num_blocks
-        self.seqs[seq_id] = seq
-        assert self.sched.add(seq) == (not too_big and not queue_full)
-        if too_big:
-            assert seq.finish_reason is FinishReason.ERROR
-        elif queue_full:
-            assert seq.finish_reason is FinishReason.REJECTED
-
-    @precondition(lambda self: self.seqs)
-    @rule(data=st.data())
-    def abort(self, data):
-        self.sched.finish_requests([data.draw(st.sampled_from(sorted(self.seqs)))], FinishReason.ABORTED)
-
-    def fed(self) -> list[Sequence]:
-        return [s for s in self.seqs.values() if s.text_open and not s.is_finished and s.id not in self.silent]
-
-    @precondition(lambda self: self.fed())
-    @rule(data=st.data())
-    def feed(self, data):
-        seq = data.draw(st.sampled_from(self.fed()))
-        rows = np.concatenate([text_row(seq, len(seq.trailing_text) + k) for k in range(data.draw(st.integers(0, 2)))]
-                              or [np.zeros((0, H), np.float32)])
-        cap = seq.frame_cap + data.draw(st.integers(0, self.most))  # the text so far allows more frames
-        outgrows = self.sched.blocks.blocks_for(seq.num_prompt_rows + cap - 1) > self.sched.blocks.num_blocks
-        ended = self.sched.feed(seq.id, rows, cap, close=data.draw(st.booleans()))
-        assert (ended is seq) == outgrows
-        if outgrows:
-            assert seq.finish_reason is FinishReason.ERROR and seq.block_table == []
-            self.outgrown.add(seq.id)
-
-    @precondition(lambda self: self.seqs)
-    @rule(data=st.data())
-    def promote(self, data):
-        self.sched.promote(data.draw(st.sampled_from(sorted(self.seqs))))
-
-    @rule()
-    def step(self):
-        entries, _ = self.rec.step()
-        assert len(entries) <= self.sched.max_running
-        assert sum(e.num_new for e in entries) <= self.sched.token_budget
-        assert len(set(ids(entries))) == len(entries)
-        block = self.sched.blocks.block_size
-        if self.sched.token_budget - (self.sched.max_running - 1) >= block:  # a prefill chunk can always end a block
-            # so every full block is written by one chunk, however the budget was shared (Scheduler.chunk)
-            assert all((e.start + e.num_new) % block == 0 for e in entries if not e.emits)
-
-    @invariant()
-    def integrity(self):
-        self.sched.check_integrity()
-
-    def teardown(self):
-        for seq in self.fed():
-            self.sched.feed(seq.id, np.zeros((0, H), np.float32), seq.frame_cap, close=True)
-        # Every request but the silent streams runs to its end while those wait for text that never comes ...
-        self.rec.run(until=lambda: all(s.id in self.silent and s.awaiting_text for s in self.sched.requests.values()))
-        self.sched.finish_requests(list(self.silent), FinishReason.ABORTED)  # ... until the server times them out
-        assert not self.sched.has_work() and self.sched.blocks.num_free == self.sched.blocks.num_blocks
-        for seq_id, seq in self.seqs.items():
-            assert seq.status is SequenceStatus.FINISHED
-            delivered = len(self.rec.delivered.get(seq_id, []))
-            self.rec.assert_frames(seq_id, delivered)  # never repeated, never skipped, same as unpreempted
-            assert len(seq.frames) == delivered
-            if seq.finish_reason is FinishReason.EOS:
-                assert delivered == self.eos_at[seq_id]
-            elif seq.finish_reason is FinishReason.FRAME_CAP:
-                assert delivered == seq.frame_cap
-            elif seq.finish_reason is not FinishReason.ABORTED and seq_id not in self.outgrown:
-                assert delivered == 0
 
 
 # The same cases at every run (CI must never turn red by chance): hypothesis keeps no database here, so a failure it

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Explore the scheduler's state machine (tests/test_scheduler.py RandomOperations) with fresh random seeds until a
-time budget is spent, so that new failures are found on purpose rather than by a CI run's luck.
+"""Explore the scheduler's state machine (chorus_tools.scheduler.random_operations, the one tests/test_scheduler.py
+runs) with fresh random seeds until a time budget is spent, so that new failures are found on purpose rather than by
+a CI run's luck.
 
     python tools/explore_scheduler.py --seconds 60          # random seeds, each printed before it runs
     python tools/explore_scheduler.py --seconds 5 --seed 7  # seed 7, then 8, 9, ...: a run to repeat
@@ -12,15 +13,13 @@ regression test in tests/test_scheduler.py (hypothesis keeps no example database
 from __future__ import annotations
 
 import argparse
-import importlib
 import random
 import sys
 import time
-from pathlib import Path
 
 from hypothesis import HealthCheck, seed, settings
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from chorus_tools.scheduler.random_operations import RandomOperations
 
 
 def main() -> int:
@@ -31,7 +30,6 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=100, help="most operations in one state machine run")
     args = parser.parse_args()
 
-    machine = importlib.import_module("test_scheduler").RandomOperations
     options = settings(max_examples=args.examples, stateful_step_count=args.steps, deadline=None, database=None,
                        suppress_health_check=[HealthCheck.too_slow])
     first = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
@@ -40,7 +38,7 @@ def main() -> int:
     while runs == 0 or time.monotonic() < deadline:
         run_seed = first + runs
         print(f"seed {run_seed}", flush=True)
-        case = seed(run_seed)(machine).TestCase("runTest")
+        case = seed(run_seed)(RandomOperations).TestCase("runTest")
         case.settings = options
         try:
             case.runTest()

@@ -10,17 +10,10 @@ Importing this package makes the process private before anything imports OpenVIN
   (`signal.set_wakeup_fd`); a child forked without exec inherits that socket and the C signal handler, so a SIGTERM
   sent to the child (OpenVINO's telemetry SIGTERMs its sender after 3 s on a network that drops traffic) would be
   read by the server's loop as its own. In every forked child the wakeup socket is detached at once.
-
-Run from a checkout (`python -m wyoming_chorus` in the repository root), this package is the source tree, which has
-no compiled runner (`_native` is built into the installed copy only); `extend_path` appends the installed copy's
-directory to the package path, so the source's modules are used and `_native` resolves to the installed one.
 """
 import os
 import signal
 import sys
-from pkgutil import extend_path
-
-__path__ = extend_path(__path__, __name__)
 
 sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]
 
