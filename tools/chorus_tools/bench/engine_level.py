@@ -56,7 +56,7 @@ def kv_tokens(directory: Path, texts: list[tuple[str, str]]) -> list[dict]:
     from wyoming_chorus.config import EngineSettings
     from wyoming_chorus.frontend.requests import RequestBuilder
     from wyoming_chorus.modeldir.manifest import ModelDir
-    from wyoming_chorus.wyoming.sentences import StreamingSentences
+    from wyoming_chorus.speech.sentences import StreamingSentences
 
     builder = RequestBuilder(ModelDir(directory), EngineSettings(benchmark_frames_per_word=5, seed=BENCH_SEED))
     replies, seen = [], set()
