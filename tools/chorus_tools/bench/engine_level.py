@@ -86,7 +86,7 @@ def engine_phase(directory: Path, plan: Plan, texts: list[tuple[str, str]], isa_
     gc.collect()
     model = ModelDir(directory)
     # The talker and code predictor at the precision the servers chose (engine/lm_precision.py); the codec as given.
-    from wyoming_chorus.engine.device import cpu_facts
+    from wyoming_chorus.cpu import cpu_facts
     from wyoming_chorus.engine.lm_precision import lm_precision
 
     lm_hint = lm_precision(plan.inference_precision, model.manifest.weights, "CPU", cpu_facts()).hint
