@@ -7,8 +7,8 @@ import pytest
 
 from wyoming_chorus.app import model_dir
 from wyoming_chorus.config import EngineSettings
+from wyoming_chorus.cpu import cpu_facts
 from wyoming_chorus.engine.codec_precision import choose_codec_decoder, probe_error
-from wyoming_chorus.engine.device import cpu_facts
 from wyoming_chorus.engine.streaming_codec import StreamingCodecDecoder
 
 TINY = model_dir(EngineSettings())

@@ -19,7 +19,7 @@ from chorus_tools.engine_bench import start_batch
 from wyoming_chorus import _native
 from wyoming_chorus.app import model_dir
 from wyoming_chorus.config import EngineSettings
-from wyoming_chorus.engine.device import cpu_facts
+from wyoming_chorus.cpu import cpu_facts
 from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
 
 EXPECTED = os.environ.get("CHORUS_EXPECT_ISA", "")

@@ -7,7 +7,8 @@ import pytest
 
 from wyoming_chorus import _native
 from wyoming_chorus.config_checks import device as _config_device
-from wyoming_chorus.engine.device import CpuFacts, available_devices, resolve_device
+from wyoming_chorus.cpu import CpuFacts
+from wyoming_chorus.engine.device import available_devices, resolve_device
 from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
 from wyoming_chorus.errors import SetupError
 from wyoming_chorus.export.builtin import resolve_model

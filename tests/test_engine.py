@@ -12,8 +12,9 @@ import pytest
 
 from wyoming_chorus.app import model_dir
 from wyoming_chorus.config import EngineSettings
+from wyoming_chorus.cpu import cpu_facts
 from wyoming_chorus.engine.blocks import BlockManager
-from wyoming_chorus.engine.device import available_devices, cpu_facts, resolve_device
+from wyoming_chorus.engine.device import available_devices, resolve_device
 from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
 from wyoming_chorus.engine.scheduler import Scheduler
 from wyoming_chorus.engine.sequence import SamplingParams, Sequence

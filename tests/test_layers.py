@@ -9,25 +9,28 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "wyoming_chorus"
-LEAVES = {"config", "config_checks", "errors", "inbox", "metrics", "playback_clock", "_native"}
+LEAVES = {"config", "config_checks", "cpu", "errors", "inbox", "metrics", "playback_clock", "_native"}
 # Leaf modules inside a part: speech/api (a Request in, a Handle out) is the seam every layer shares, so the engine,
 # the front end and the protocol side import Request, Handle and RequestInfo from it instead of copying them.
 SHARED = {"speech.api"}
+# Speaking a text sentence by sentence, free of the engine behind it (no OpenVINO): the protocol side speaks its
+# replies through it, the studio its previews, both to a SpeechEngine.
+SPEAKING = {"speech.speech_engine", "speech.sentence_audio", "speech.sentences", "speech.utterances"}
 # The composition root and the command line put the parts together: they may import any of them.
 TOP = {"__init__", "__main__", "app", "cli"}
 # What each part may import besides the leaves (and itself).
 ALLOWED = {
     "graphs": set(),
     "modeldir": set(),
-    "export": {"graphs", "modeldir", "engine.device"},  # which CPU this is decides the weights to export with
+    "export": {"graphs", "modeldir"},
     "engine": {"modeldir"},
     "frontend": {"modeldir", "engine.sequence"},
-    "wyoming": set(),
+    "wyoming": SPEAKING,
     "speech": {"engine", "frontend", "modeldir"},  # the model comes resolved (wyoming_chorus.app): no exporter
     "metrics_http": set(),
-    # The voice studio: its page on metrics_http's server, previews spoken as Wyoming replies are, voices written
-    # where the front end reads them.
-    "studio": {"metrics_http", "wyoming", "frontend", "modeldir"},
+    # The voice studio: its page on metrics_http's server, previews spoken as Wyoming replies are (not through the
+    # protocol), voices written where the front end reads them.
+    "studio": {"metrics_http", "frontend", "modeldir"} | SPEAKING,
 }
 
 
@@ -85,6 +88,13 @@ def test_the_speech_api_imports_nothing_of_the_service():
     assert _imports(ROOT / "speech" / "__init__.py") == set()
 
 
+def test_speaking_needs_no_engine():
+    """The server and the studio import these: they must not pull in the engine (OpenVINO) either."""
+    for module in SPEAKING:
+        imported = _imports(ROOT.joinpath(*module.split(".")).with_suffix(".py"))
+        assert {name.removeprefix("wyoming_chorus.") for name in imported} <= SPEAKING | SHARED, module
+
+
 def test_no_protocol_copies_the_speech_api():
     """Request and Handle are imported where they are used, not written out again as a Protocol of a lower layer
     (speech/api is a leaf, so nothing stops importing it): a Protocol outside speech/ naming two or more of their
@@ -124,7 +134,8 @@ def test_relative_imports_are_resolved():
 
 
 def test_the_leaves_import_nothing_of_the_service():
-    # config's value checks live beside it (config_checks.py), a leaf below it
-    below = {"config": {"wyoming_chorus.config_checks"}}
-    for leaf in ("config", "config_checks", "errors", "inbox", "metrics", "playback_clock"):
+    # config's value checks live beside it (config_checks.py), a leaf below it; the CPU's ISA comes from CPUID, which
+    # the native module reads
+    below = {"config": {"wyoming_chorus.config_checks"}, "cpu": {"wyoming_chorus._native"}}
+    for leaf in ("config", "config_checks", "cpu", "errors", "inbox", "metrics", "playback_clock"):
         assert _imports(ROOT / f"{leaf}.py") <= below.get(leaf, set()), leaf

@@ -23,11 +23,11 @@ from wyoming.info import Describe
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
 
 from wyoming_chorus.config import ServerSettings
+from wyoming_chorus.speech.speech_engine import SpeechEngine
 from wyoming_chorus.wyoming import connections as server_module
 from wyoming_chorus.wyoming.connections import ChorusServer
 from wyoming_chorus.wyoming.listeners import bind_listener
 from wyoming_chorus.wyoming.reply import reply_text as Reply
-from wyoming_chorus.wyoming.speech_engine import SpeechEngine
 
 from helpers import HOST, SENTENCE, TIMEOUT, audio, free_port
 

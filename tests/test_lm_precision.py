@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from wyoming_chorus.engine.device import CpuFacts, cpu_facts
+from wyoming_chorus.cpu import CpuFacts, cpu_facts
 from wyoming_chorus.engine.lm_precision import lm_precision
 
 AMX = CpuFacts(("BF16", "FP32", "INT8"), "bf16", "amx_bf16")

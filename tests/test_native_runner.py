@@ -13,7 +13,7 @@ from openvino._offline_transformations import paged_attention_transformation
 from safetensors.numpy import load_file
 
 from wyoming_chorus import _native
-from wyoming_chorus.engine.device import cpu_facts
+from wyoming_chorus.cpu import cpu_facts
 from wyoming_chorus.engine.step_batch import StepBatch
 from wyoming_chorus.export.builtin import resolve_model
 
@@ -406,7 +406,7 @@ def per_block_shapes(model: Model, kv: str, inference: str | None):
 def test_the_cpu_rule_of_service_device_is_the_plugins(model, kv, inference):
     """What engine.device lets through compiles, into the cache type it predicts; what it refuses fails to compile.
     Run on every machine, this keeps the rule honest for the CPU at hand (the f16 hint is left out: its refusals
-    are unmeasured guesses, see wyoming_chorus/engine/device.py)."""
+    are unmeasured guesses, see wyoming_chorus/cpu.py)."""
     expected = CPU.kv_caches(inference).get(kv)
     if expected is None:
         with pytest.raises(RuntimeError):

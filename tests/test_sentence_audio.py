@@ -4,14 +4,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from wyoming.tts import SynthesizeVoice
 
 from wyoming_chorus.app import model_dir
 from wyoming_chorus.config import EngineSettings
 from wyoming_chorus.errors import InvalidText
 from wyoming_chorus.speech.api import Request
+from wyoming_chorus.speech.sentence_audio import sentence_audio
 from wyoming_chorus.speech.speech import Speech
-from wyoming_chorus.wyoming.playback import sentence_audio
 
 TINY = model_dir(EngineSettings())  # the built-in tiny model, resolved once
 # 5, 3 and 8 words: 25, 15 and 40 frames (engine.benchmark_frames_per_word 5), so each sentence's chunks have a
@@ -44,7 +43,7 @@ async def _chunks(engine, text) -> list[bytes]:
 async def test_audio_is_in_order_and_the_next_sentence_overlaps(engine):
     most_running = 0
     sizes = []
-    async for chunk in sentence_audio(engine, _sentences(SENTENCES), SynthesizeVoice()):
+    async for chunk in sentence_audio(engine, _sentences(SENTENCES), Request(None)):
         most_running = max(most_running, engine.stats().running)
         sizes.append(len(chunk))
     assert most_running == 2  # the lookahead: two sentences of one reply, never three
@@ -70,14 +69,14 @@ def _split(sizes: list[int]) -> list[list[int]]:
 async def test_an_error_comes_after_the_audio_before_it(engine):
     got = bytearray()
     with pytest.raises(InvalidText):
-        async for chunk in sentence_audio(engine, _sentences(["Hello there.", "   "]), SynthesizeVoice()):
+        async for chunk in sentence_audio(engine, _sentences(["Hello there.", "   "]), Request(None)):
             got += chunk
     assert bytes(got) == await _alone(engine, "Hello there.")
     assert engine.stats().blocks_used == 0
 
 
 async def test_closing_early_aborts_every_running_sentence(engine):
-    stream = sentence_audio(engine, _sentences(SENTENCES), SynthesizeVoice())
+    stream = sentence_audio(engine, _sentences(SENTENCES), Request(None))
     await anext(stream)
     await stream.aclose()
     for _ in range(100):
@@ -91,7 +90,7 @@ async def test_a_sentence_made_ahead_gives_its_place_to_another_room():
     engine = Speech(TINY, EngineSettings(seed=5, max_batch=2))
     engine.start()
     try:
-        reply = sentence_audio(engine, _sentences(SENTENCES[:2]), SynthesizeVoice())
+        reply = sentence_audio(engine, _sentences(SENTENCES[:2]), Request(None))
         first = await anext(reply)
         while engine.stats().running < 2:  # the reply's second sentence runs ahead of need
             await asyncio.sleep(0.01)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from wyoming_chorus.wyoming.sentences import AMBIGUOUS_GRACE, GRACE, StreamingSentences
+from wyoming_chorus.speech.sentences import AMBIGUOUS_GRACE, GRACE, StreamingSentences
 
 
 def stream(*chunks: str) -> tuple[list[list[str]], str | None]:

@@ -14,8 +14,8 @@ from wyoming.event import Event
 from wyoming.tts import SynthesizeChunk, SynthesizeStart, SynthesizeStop
 
 from wyoming_chorus.errors import InvalidText
+from wyoming_chorus.speech.sentences import AMBIGUOUS_GRACE, GRACE
 from wyoming_chorus.wyoming.reply import reply_text as Reply
-from wyoming_chorus.wyoming.sentences import AMBIGUOUS_GRACE, GRACE
 
 from helpers import HOST, TIMEOUT, audio
 

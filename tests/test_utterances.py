@@ -1,9 +1,9 @@
-"""How a streamed reply's text is cut for speaking while it is written (wyoming_chorus/wyoming/utterances.py)."""
+"""How a streamed reply's text is cut for speaking while it is written (wyoming_chorus/speech/utterances.py)."""
 from __future__ import annotations
 
 import pytest
 
-from wyoming_chorus.wyoming.utterances import OpenText, cut_point
+from wyoming_chorus.speech.utterances import OpenText, cut_point
 
 
 @pytest.mark.parametrize("text, first, cut", [

@@ -28,7 +28,7 @@ import openvino as ov  # noqa: E402
 import openvino.opset13 as op  # noqa: E402
 
 from chorus_tools.engine_bench import bench_batch, bench_codec, time_steps  # noqa: E402
-from wyoming_chorus.engine.device import cpu_facts  # noqa: E402
+from wyoming_chorus.cpu import cpu_facts  # noqa: E402
 from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions  # noqa: E402
 from wyoming_chorus.export.builtin import resolve_model  # noqa: E402
 from wyoming_chorus.modeldir.manifest import ModelDir  # noqa: E402

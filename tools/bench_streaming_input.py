@@ -25,7 +25,7 @@ from pathlib import Path
 from chorus_tools.client import Stream, speak, tcp_uri
 from chorus_tools.models import preset_model
 from chorus_tools.servers import ServiceThread, loopback_settings
-from wyoming_chorus.engine.device import cpu_facts
+from wyoming_chorus.cpu import cpu_facts
 
 os.environ.setdefault("CI", "true")  # OpenVINO's telemetry opt-out, before anything imports it
 

@@ -17,8 +17,8 @@ import os
 from pathlib import Path
 
 from chorus_tools.engine_bench import start_batch
+from wyoming_chorus.cpu import cpu_facts
 from wyoming_chorus.engine.codec_precision import choose_codec_decoder
-from wyoming_chorus.engine.device import cpu_facts
 from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
 from wyoming_chorus.modeldir.manifest import ModelDir
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from wyoming_chorus.engine.device import cpu_facts
+from wyoming_chorus.cpu import cpu_facts
 from wyoming_chorus.engine.streaming_codec import StreamingCodecDecoder
 
 AUDIO_ERROR_BOUND = 1e-3  # RMS of the difference from f32, as a fraction of full scale

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wyoming_chorus.engine.device import CpuFacts
+from wyoming_chorus.cpu import CpuFacts
 
 COMPRESSED = ("int8", "int4")
 

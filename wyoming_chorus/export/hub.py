@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from wyoming_chorus.engine.device import cpu_facts
+from wyoming_chorus.cpu import cpu_facts
 from wyoming_chorus.errors import SetupError
 
 _LOG = logging.getLogger(__name__)

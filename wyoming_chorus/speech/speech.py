@@ -3,7 +3,7 @@
 `Speech` is the one object a process makes, over a model directory already resolved (app.py): it joins the
 front end (frontend) and `EngineCore` (engine). A request goes in as a `Request` and its audio
 comes back through a `Handle` (speech.api); the server sees this through
-`wyoming_chorus.wyoming.speech_engine.SpeechEngine`.
+`wyoming_chorus.speech.speech_engine.SpeechEngine`.
 """
 from __future__ import annotations
 

@@ -13,11 +13,10 @@ import contextlib
 import struct
 from collections.abc import AsyncGenerator
 
-from wyoming.tts import SynthesizeVoice
-
-from wyoming_chorus.wyoming.playback import sentence_audio
-from wyoming_chorus.wyoming.reply import OneShotText
-from wyoming_chorus.wyoming.speech_engine import SpeechEngine
+from wyoming_chorus.speech.api import Request
+from wyoming_chorus.speech.sentence_audio import sentence_audio
+from wyoming_chorus.speech.sentences import whole_text
+from wyoming_chorus.speech.speech_engine import SpeechEngine
 
 SENTENCES = {
     "en": "Hello! This is how I sound when I read out your announcements.",
@@ -53,11 +52,8 @@ async def speak(engine: SpeechEngine, serving_loop: asyncio.AbstractEventLoop, t
 
     async def make() -> None:  # on the serving loop
         try:
-            # As the handler takes a synthesize event (wyoming/handler.py) and its speaker speaks it (speaker.py).
-            reply = OneShotText(SynthesizeVoice(name=voice, language=language), len(text))
-            reply.add(text)
-            reply.finish()
-            made = sentence_audio(engine, reply.sentences(), reply.voice or SynthesizeVoice())
+            # As the Wyoming speaker speaks a synthesize event (wyoming/speaker.py).
+            made = sentence_audio(engine, whole_text(text), Request(None, voice=voice, language=language))
             async with contextlib.aclosing(made) as pcm_chunks:
                 async for pcm in pcm_chunks:
                     hand_over(pcm)

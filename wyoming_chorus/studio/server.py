@@ -47,6 +47,7 @@ from wyoming_chorus.errors import QueueFull, ReplyError
 from wyoming_chorus.frontend.voices import VoiceInfo, Voices, language_codes
 from wyoming_chorus.metrics_http import Answer, HttpRequest, HttpServer, Refused
 from wyoming_chorus.modeldir.manifest import ModelDir
+from wyoming_chorus.speech.speech_engine import SpeechEngine
 from wyoming_chorus.studio.atomic import atomic_write
 from wyoming_chorus.studio.clips import (
     MAX_SECONDS,
@@ -58,7 +59,6 @@ from wyoming_chorus.studio.clips import (
 )
 from wyoming_chorus.studio.preview import sentence, speak, wav_stream_header
 from wyoming_chorus.studio.voice_file import StudioVoiceFile, entry_names, with_clone, with_design, without
-from wyoming_chorus.wyoming.speech_engine import SpeechEngine
 
 _LOG = logging.getLogger(__name__)
 

@@ -13,10 +13,10 @@ from wyoming.event import async_write_event
 from wyoming_chorus.config import ServerSettings
 from wyoming_chorus.errors import RequestFailed
 from wyoming_chorus.metrics import Metrics
+from wyoming_chorus.speech.speech_engine import SpeechEngine
 from wyoming_chorus.wyoming.event_reader import MAX_HEADER_BYTES, BadEvent
 from wyoming_chorus.wyoming.handler import ChorusHandler
 from wyoming_chorus.wyoming.info import program_version
-from wyoming_chorus.wyoming.speech_engine import SpeechEngine
 
 _LOG = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from wyoming.info import Attribution, Info, TtsProgram, TtsVoice
 
-from wyoming_chorus.wyoming.speech_engine import Voice
+from wyoming_chorus.speech.speech_engine import Voice
 
 PROGRAM_NAME = "chorus"
 _ATTRIBUTION = Attribution(name="Qwen3-TTS (Alibaba Qwen team)", url="https://github.com/QwenLM/Qwen3-TTS")

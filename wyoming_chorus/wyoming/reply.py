@@ -5,7 +5,7 @@ A stream's sentence is handed out once its end has arrived, without waiting for 
 client pauses (Home Assistant runs a tool), the text that ends like a sentence is taken after the splitter's grace
 (`StreamingSentences.hold`) has passed with no new text.
 
-With `stream_input`, a stream is handed out as utterances instead (wyoming/utterances.py): each an async iterator of
+With `stream_input`, a stream is handed out as utterances instead (speech/utterances.py): each an async iterator of
 text pieces, handed out once its first words have come and fed to one request while it speaks; the same pause after
 a sentence end closes it.
 
@@ -23,13 +23,13 @@ from collections.abc import AsyncIterator, Sequence
 from wyoming.tts import SynthesizeVoice
 
 from wyoming_chorus.errors import InvalidText, ReplyError
-from wyoming_chorus.wyoming.sentences import StreamingSentences
+from wyoming_chorus.speech.sentences import StreamingSentences
+from wyoming_chorus.speech.utterances import OpenText, Utterance
 from wyoming_chorus.wyoming.stream_deadline import StreamDeadline, StreamLimits, StreamTimeout
-from wyoming_chorus.wyoming.utterances import OpenText, Utterance
 
 
 class _Sentences:
-    """Cuts a text into whole sentences (wyoming/sentences.py)."""
+    """Cuts a text into whole sentences (speech/sentences.py)."""
 
     def __init__(self) -> None:
         self._splitter = StreamingSentences()
@@ -55,7 +55,7 @@ class _Sentences:
 
 
 class _Utterances(_Sentences):
-    """Cuts a stream into utterances (wyoming/utterances.py); the sentence splitter only says where a sentence ends
+    """Cuts a stream into utterances (speech/utterances.py); the sentence splitter only says where a sentence ends
     (its pause grace) and puts a space into each joined sentence end."""
 
     def __init__(self) -> None:

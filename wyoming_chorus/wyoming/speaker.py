@@ -14,12 +14,13 @@ from wyoming.tts import SynthesizeVoice
 from wyoming_chorus.errors import QueueFull, ReplyError
 from wyoming_chorus.metrics import Metrics
 from wyoming_chorus.playback_clock import PlaybackClock
+from wyoming_chorus.speech.api import Request
+from wyoming_chorus.speech.sentence_audio import sentence_audio
+from wyoming_chorus.speech.speech_engine import SpeechEngine
 from wyoming_chorus.wyoming.audio_out import CHANNELS, SAMPLE_WIDTH, AudioOut
 from wyoming_chorus.wyoming.event_writer import EventWriter
-from wyoming_chorus.wyoming.playback import sentence_audio
 from wyoming_chorus.wyoming.reply import ReplyText
 from wyoming_chorus.wyoming.reply_log import ReplyLog
-from wyoming_chorus.wyoming.speech_engine import SpeechEngine
 
 _LOG = logging.getLogger(__name__)
 
@@ -125,7 +126,9 @@ class Speaker:
         status, counted = "aborted: the client left", "aborted"  # unless it gets further than a cancellation
         try:
             try:
-                sentences = sentence_audio(engine, reply.sentences(), voice, on_info=log.spoke, clock=listener.clock)
+                spoken = Request(None, voice=voice.name, speaker=voice.speaker, language=voice.language,
+                                 clock=listener.clock)
+                sentences = sentence_audio(engine, reply.sentences(), spoken, on_info=log.spoke)
                 async with contextlib.aclosing(sentences) as pcm_chunks:
                     async for pcm in pcm_chunks:
                         log.audio(pcm)

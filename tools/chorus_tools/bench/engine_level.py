@@ -56,7 +56,7 @@ def kv_tokens(directory: Path, texts: list[tuple[str, str]]) -> list[dict]:
     from wyoming_chorus.config import EngineSettings
     from wyoming_chorus.frontend.requests import RequestBuilder
     from wyoming_chorus.modeldir.manifest import ModelDir
-    from wyoming_chorus.wyoming.sentences import StreamingSentences
+    from wyoming_chorus.speech.sentences import StreamingSentences
 
     builder = RequestBuilder(ModelDir(directory), EngineSettings(benchmark_frames_per_word=5, seed=BENCH_SEED))
     replies, seen = [], set()
@@ -86,7 +86,7 @@ def engine_phase(directory: Path, plan: Plan, texts: list[tuple[str, str]], isa_
     gc.collect()
     model = ModelDir(directory)
     # The talker and code predictor at the precision the servers chose (engine/lm_precision.py); the codec as given.
-    from wyoming_chorus.engine.device import cpu_facts
+    from wyoming_chorus.cpu import cpu_facts
     from wyoming_chorus.engine.lm_precision import lm_precision
 
     lm_hint = lm_precision(plan.inference_precision, model.manifest.weights, "CPU", cpu_facts()).hint

@@ -24,7 +24,7 @@ def machine(directory: Path, kv: str, inference_hint: str = "") -> dict:
     the environment (which the servers inherit) is recorded too: such a run is \"AVX2-limited\", not AVX2."""
     import openvino
 
-    from wyoming_chorus.engine.device import cpu_facts
+    from wyoming_chorus.cpu import cpu_facts
     from wyoming_chorus.modeldir.manifest import ModelDir
 
     text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 FRAMES_PER_AUDIO_S = 12.5  # Qwen3-TTS 12 Hz codec: one frame = 1920 samples at 24 kHz = 80 ms
 BUCKETS = (128, 256, 512, 1024)
-LOOKAHEAD = 2  # wyoming_chorus.wyoming.sentence_audio.LOOKAHEAD: sentences of one reply generating at once
+LOOKAHEAD = 2  # wyoming_chorus.speech.sentence_audio.LOOKAHEAD: sentences of one reply generating at once
 BENCH_SEED = 1234
 
 _T0 = time.monotonic()

@@ -1,4 +1,5 @@
-"""The audio of one reply's sentences, in order, with the next sentence already generating while one is sent.
+"""Speaking a text sentence by sentence: the audio of one reply's sentences, in order, with the next sentence
+already generating while one is sent. The Wyoming speaker speaks its replies through it, the studio its previews.
 
 Without lookahead, each sentence would only start once the previous one has finished generating, and a listener
 hears a gap of one time-to-first-audio between sentences whenever generation runs near real time. With it, the next
@@ -8,15 +9,13 @@ sentence opened while another is being heard is deferred (made ahead of need) un
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
-from wyoming.tts import SynthesizeVoice
-
-from wyoming_chorus.playback_clock import PlaybackClock
 from wyoming_chorus.speech.api import Handle, Request, RequestInfo
-from wyoming_chorus.wyoming.speech_engine import SpeechEngine
-from wyoming_chorus.wyoming.utterances import Utterance
+from wyoming_chorus.speech.speech_engine import SpeechEngine
+from wyoming_chorus.speech.utterances import Utterance
 
 # Sentences of one reply generating at once: the one being sent and the next. More would let one long read-out take
 # batch places that other rooms need, for audio nobody hears yet.
@@ -25,13 +24,14 @@ LOOKAHEAD = 2
 _END = None
 
 
-async def sentence_audio(engine: SpeechEngine, sentences: AsyncIterator[str | Utterance], voice: SynthesizeVoice,
-                         lookahead: int = LOOKAHEAD, on_info: Callable[[RequestInfo], None] | None = None,
-                         clock: PlaybackClock | None = None) -> AsyncGenerator[bytes, None]:
+async def sentence_audio(engine: SpeechEngine, sentences: AsyncIterator[str | Utterance], voice: Request,
+                         lookahead: int = LOOKAHEAD,
+                         on_info: Callable[[RequestInfo], None] | None = None) -> AsyncGenerator[bytes, None]:
     """PCM of every sentence in order. An error (of the text or of a sentence) is raised where it occurs in the
     order, so the audio before it is still delivered. Closing the iterator aborts every sentence still running.
-    `on_info` is told what the engine chose for each sentence (voice, language), in the order they were opened.
-    `clock`, the reply's playback as its listener hears it, goes with every sentence to the engine."""
+    `voice` is how every sentence is spoken (voice, speaker, language, seed, and the reply's playback clock as its
+    listener hears it): each sentence's request is this one with the sentence's text. `on_info` is told what the
+    engine chose for each sentence (voice, language), in the order they were opened."""
     slots = asyncio.Semaphore(lookahead)
     handles: asyncio.Queue[Handle | Exception | None] = asyncio.Queue()  # in order; then _END or an error
     opened: list[Handle] = []
@@ -44,8 +44,7 @@ async def sentence_audio(engine: SpeechEngine, sentences: AsyncIterator[str | Ut
                 # Nothing of this reply is queued before it: the listener waits for it now.
                 needed_now = handles.empty() and not reading
                 text = sentence if isinstance(sentence, str) else None
-                handle = engine.open(Request(text, voice=voice.name, speaker=voice.speaker, language=voice.language,
-                                             deferred=not needed_now, clock=clock))
+                handle = engine.open(dataclasses.replace(voice, text=text, deferred=not needed_now))
                 if on_info is not None:
                     handle.info.add_done_callback(_told(on_info))
                 if isinstance(sentence, Utterance):

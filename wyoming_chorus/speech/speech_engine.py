@@ -1,5 +1,5 @@
-"""What the Wyoming side needs of the speech service (speech.speech.Speech): the server depends on this, not
-on the engine, so a test can serve from anything that speaks it."""
+"""What the Wyoming server and the studio need of the speech service (speech.speech.Speech): they depend on this,
+not on the engine, so a test can serve from anything that speaks it."""
 from __future__ import annotations
 
 from collections.abc import Sequence

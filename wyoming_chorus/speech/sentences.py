@@ -8,12 +8,13 @@ layers around it:
 - after: a sentence the detector cut after a known abbreviation ("e.g. Apples") is joined to the next one;
 - at a pause: text that ends with a sentence end is held only for a grace period (`hold`), then taken as a sentence
   (`flush_pending`) although nothing follows it.
-The splitter keeps no clock: `hold` says how long to wait, the caller (reply.StreamedText) does the waiting.
+The splitter keeps no clock: `hold` says how long to wait, the caller (wyoming/reply.StreamedText) does the waiting.
+A text that is whole at once (a synthesize event's, the studio's preview) is cut the same way (`whole_text`).
 """
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 
 from sentence_stream import SentenceBoundaryDetector
 
@@ -110,6 +111,15 @@ class StreamingSentences:
         for cut in reversed(cuts):
             text = f"{text[:cut]} {text[cut:]}"
         return text
+
+
+async def whole_text(text: str) -> AsyncIterator[str]:
+    """The sentences of a text that has arrived whole, as a stream's would be cut, for speech.sentence_audio."""
+    splitter = StreamingSentences()
+    for sentence in splitter.add(text):
+        yield sentence
+    if (rest := splitter.finish()) is not None:
+        yield rest
 
 
 def _last_word(text: str) -> str:
