@@ -39,7 +39,9 @@ Limits (config.yaml's `server` section), so that no client can tie up the server
 - server.stream_pause_timeout (between a stream's chunks) and server.stream_max_seconds (from its start to its
   stop): a stream past either gets an `error` ("stream-timeout") and its end (audio-stop, synthesize-stopped)
   without its synthesize-stop; its later chunks are refused like chunks outside a stream, its synthesize-stop is
-  not answered (its synthesize-stopped has gone out), and the connection goes on (stream_deadline).
+  not answered (its synthesize-stopped has gone out), and the connection goes on (stream_deadline). A paused stream
+  holds no batch place and no KV blocks while it waits (reply.RELEASE_AFTER), so these follow Home Assistant's own
+  patience (its pipeline run's 300 s), not the engine's.
 - server.idle_timeout: a connection silent for that long while none of its replies is being spoken is closed; an
   open stream is ended first, as a timed-out one is.
 - server.max_queued_replies: a request beyond them is refused with an `error` and still ended in order.
