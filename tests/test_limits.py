@@ -272,10 +272,25 @@ async def test_a_reply_waiting_for_text_is_cancelled_even_as_text_arrives():
 
 # ---- connections ---------------------------------------------------------------------------------------------------
 
+async def connect_from(address: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection from another loopback address: to the server, another host."""
+    return await asyncio.open_connection(HOST, port, local_addr=(address, 0))
+
+
+async def busy_connection(port: int, address: str | None = None) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection with a stream open (waiting for its text): busy, so it is never closed to make room for another
+    (an idle one would be)."""
+    reader, writer = await (connect(port) if address is None else connect_from(address, port))
+    await async_write_event(SynthesizeStart().event(), writer)
+    await async_write_event(Describe().event(), writer)
+    assert (await asyncio.wait_for(async_read_event(reader), PROMPT)).type == "info"  # so the stream is open
+    return reader, writer
+
+
 async def test_connections_beyond_max_connections_get_an_error_and_are_closed_at_once(chorus, caplog, unhandled):
     caplog.set_level(logging.DEBUG)
     async with limited_server(chorus, max_connections=3) as (server, port):
-        held = [await connect(port) for _ in range(3)]
+        held = [await busy_connection(port) for _ in range(3)]
         await until(lambda: server.connections == 3, PROMPT, "the three connections are not served")
         for _ in range(2):
             reader, writer = await connect(port)
@@ -295,11 +310,6 @@ async def test_connections_beyond_max_connections_get_an_error_and_are_closed_at
     assert not unhandled
 
 
-async def connect_from(address: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """A connection from another loopback address: to the server, another host."""
-    return await asyncio.open_connection(HOST, port, local_addr=(address, 0))
-
-
 async def describe_answered_from(address: str, port: int) -> None:
     reader, writer = await connect_from(address, port)
     await async_write_event(Describe().event(), writer)
@@ -310,7 +320,7 @@ async def describe_answered_from(address: str, port: int) -> None:
 async def test_one_host_gets_at_most_max_connections_per_peer_and_others_still_get_in(chorus, caplog, unhandled):
     caplog.set_level(logging.DEBUG)
     async with limited_server(chorus, max_connections=8, max_connections_per_peer=2) as (server, port):
-        held = [await connect(port) for _ in range(2)]
+        held = [await busy_connection(port) for _ in range(2)]
         await until(lambda: server.connections == 2, PROMPT, "the two connections are not served")
         for _ in range(3):  # refused every time, not only once
             reader, writer = await connect(port)
@@ -333,11 +343,88 @@ async def test_local_socket_clients_count_as_one_peer(chorus, tmp_path, unhandle
     path = str(tmp_path / "chorus.sock")
     async with limited_server(chorus, uri=f"unix://{path}", max_connections_per_peer=1) as (server, _):
         held = await asyncio.open_unix_connection(path)
-        await until(lambda: server.connections == 1, PROMPT, "the first connection is not served")
+        await async_write_event(SynthesizeStart().event(), held[1])  # busy: never closed to make room
+        await async_write_event(Describe().event(), held[1])
+        assert (await asyncio.wait_for(async_read_event(held[0]), PROMPT)).type == "info"
         reader, writer = await asyncio.open_unix_connection(path)
         assert (await error_then_close(reader)).code == "too-many-connections"
         writer.close()
         held[1].close()
+    assert not unhandled
+
+
+# ---- room made for a new connection (issue 38): at a limit the longest-idle connection is closed, as load balancers
+# do, and a busy one never is. Home Assistant's own address, or a whole house behind one NAT, is one peer: a client
+# there that leaks connections costs itself idle sockets, not the household's speech.
+
+async def served(port: int, address: str | None = None) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A new connection that Describe shows is being served (not refused); idle once answered."""
+    reader, writer = await (connect(port) if address is None else connect_from(address, port))
+    await async_write_event(Describe().event(), writer)
+    event = await asyncio.wait_for(async_read_event(reader), PROMPT)
+    assert event is not None and event.type == "info", event if event is None else Error.from_event(event)
+    return reader, writer
+
+
+async def closed_quietly(reader: asyncio.StreamReader) -> bool:
+    """Whether the server has closed the connection sending nothing more (no `error`): read until the end."""
+    return await asyncio.wait_for(reader.read(), PROMPT) == b""
+
+
+async def test_200_idle_connections_from_one_address_never_refuse_its_next_request(chorus, caplog, unhandled):
+    caplog.set_level(logging.DEBUG)
+    async with limited_server(chorus) as (server, port):  # the default limits: 32 per peer, 64 in all
+        per_peer = server.limits.max_connections_per_peer
+        leaked = [await served(port) for _ in range(200)]  # a client that never closes what it opened
+        assert server.connections == per_peer
+        for reader, _ in leaked[:-per_peer]:  # the longest idle made room, closed without an error
+            assert await closed_quietly(reader)
+        reader, writer = await connect(port)
+        await async_write_event(Synthesize(SENTENCE).event(), writer)
+        (reply,) = await read_replies(reader, 1)
+        assert len(audio(reply)) > 0
+        for _, leaked_writer in [*leaked, (reader, writer)]:
+            leaked_writer.close()
+    gc.collect()
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.WARNING]
+    room = [r.getMessage() for r in caplog.records if "to make room for its new ones" in r.getMessage()]
+    assert len(room) == 1 and "server.max_connections_per_peer" in room[0], room  # said once, not per connection
+    assert not unhandled
+
+
+async def test_a_busy_connection_is_never_closed_to_make_room(chorus, unhandled):
+    async with limited_server(chorus, max_connections_per_peer=2) as (server, port):
+        stream_reader, stream_writer = await busy_connection(port)  # the oldest, but a stream is open on it
+        idle_reader, idle_writer = await served(port)
+        new_reader, new_writer = await served(port)  # room made: the idle one is closed, the stream goes on
+        assert await closed_quietly(idle_reader)
+        await async_write_event(SynthesizeChunk(SENTENCE).event(), new_writer)  # outside a stream: an error, busy not
+        assert Error.from_event(await asyncio.wait_for(async_read_event(new_reader), PROMPT)).code == "unexpected-event"
+        await async_write_event(Synthesize(SENTENCE).event(), new_writer)  # its reply is queued: busy now
+        refused_reader, refused_writer = await connect(port)
+        assert (await error_then_close(refused_reader)).code == "too-many-connections"  # every one of its is busy
+        await async_write_event(SynthesizeChunk(SENTENCE).event(), stream_writer)
+        await async_write_event(SynthesizeStop().event(), stream_writer)
+        (stream,) = await read_replies(stream_reader, 1, last_type="synthesize-stopped")
+        assert len(audio(stream[:-1])) > 0
+        (one_shot,) = await read_replies(new_reader, 1)
+        assert len(audio(one_shot)) > 0
+        for writer in (stream_writer, idle_writer, new_writer, refused_writer):
+            writer.close()
+    assert not unhandled
+
+
+async def test_at_max_connections_the_host_holding_the_most_gives_up_an_idle_one(chorus, unhandled):
+    async with limited_server(chorus, max_connections=3, max_connections_per_peer=3) as (server, port):
+        lone_reader, lone_writer = await served(port, "127.0.0.1")  # idle the longest, but its host holds one
+        crowd = [await served(port, "127.0.0.2") for _ in range(2)]
+        newcomer = await served(port, "127.0.0.3")
+        assert await closed_quietly(crowd[0][0])  # the crowd's longest idle
+        await async_write_event(Describe().event(), lone_writer)
+        assert (await asyncio.wait_for(async_read_event(lone_reader), PROMPT)).type == "info"
+        assert server.connections == 3
+        for _, writer in [(lone_reader, lone_writer), *crowd, newcomer]:
+            writer.close()
     assert not unhandled
 
 

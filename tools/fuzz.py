@@ -19,8 +19,9 @@ and following the server's rules for replies: which replies it starts, whether i
 After each case: the server answers Describe on a new connection within 1 s; nothing was logged at ERROR or with a
 traceback and asyncio's exception handler was not called; every reply that started ended with audio-stop (and
 synthesize-stopped for streams), or the connection closed; an unreadable event got an `error` and a close. At the
-end: no KV blocks are held and /health answers 200. A failing case is shrunk (events dropped while it still fails)
-and printed as a reproducer with the command that replays it. Exit 1 if any case failed.
+end: no KV blocks are held and /health answers 200; the report says how RSS and live Python objects moved from the
+warm-up to the end, per case (chorus_tools/fuzz/memory.py). A failing case is shrunk (events dropped while it still
+fails) and printed as a reproducer with the command that replays it. Exit 1 if any case failed.
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 
 from chorus_tools.fuzz.cases import Case, make_case
 from chorus_tools.fuzz.checks import Failure, probe, run_case
+from chorus_tools.fuzz.memory import Reading, growth, read, warm_up_cases
 from chorus_tools.probes import HOST
 from chorus_tools.servers import ServiceThread, loopback_settings
 from wyoming_chorus.config import EngineSettings, MetricsSettings, ServerSettings
@@ -92,6 +94,7 @@ class Summary:
     seconds: float = 0.0
     warnings: int = 0
     final: list[str] = field(default_factory=list)  # problems found at the end: KV blocks held, /health
+    memory: list[Reading] = field(default_factory=list)  # after the warm-up and at the end (chorus_tools/fuzz/memory)
 
 
 async def check(case: Case, server: ServerThread, watch: LogWatch) -> str | None:
@@ -142,6 +145,7 @@ async def fuzz(server: ServerThread, watch: LogWatch, indices: range | list[int]
     summary = Summary()
     started = time.monotonic()
     limits = server.settings.server
+    warm_up = warm_up_cases(len(indices))
     for n, index in enumerate(indices, 1):
         case = make_case(seed, index, limits)
         summary.cases += 1
@@ -152,6 +156,8 @@ async def fuzz(server: ServerThread, watch: LogWatch, indices: range | list[int]
             summary.failures.append((small, reason))
             if progress:
                 print(reproducer(small, reason, seed), file=sys.stderr, flush=True)
+        if n == warm_up:
+            summary.memory.append(read(n))
         if progress and n % 500 == 0:
             print(f"{n} cases, {len(summary.failures)} failures, {time.monotonic() - started:.0f} s",
                   file=sys.stderr, flush=True)
@@ -163,6 +169,8 @@ async def fuzz(server: ServerThread, watch: LogWatch, indices: range | list[int]
         summary.final.append(f"{used} KV blocks still held at the end")
     if wyoming.connections:
         summary.final.append(f"{wyoming.connections} connections still counted at the end")
+    if summary.memory:
+        summary.memory.append(read(summary.cases))
     status = await asyncio.to_thread(server.health)
     if status != 200:
         summary.final.append(f"/health answered {status}")
@@ -177,6 +185,8 @@ def report(summary: Summary, seed: int) -> str:
              "  kinds: " + ", ".join(f"{k} {n}" for k, n in sorted(summary.kinds.items())),
              "  endings: " + ", ".join(f"{k} {n}" for k, n in sorted(summary.endings.items())),
              f"  warnings logged: {summary.warnings}"]
+    if len(summary.memory) == 2:
+        lines.append("  " + growth(*summary.memory))
     lines += [f"  at the end: {problem}" for problem in summary.final]
     lines += [reproducer(case, reason, seed) for case, reason in summary.failures]
     return "\n".join(lines)

@@ -35,11 +35,14 @@ Limits (config.yaml's `server` section), so that no client can tie up the server
   closed: where the next event would start is unknown. So does an event not complete within server.event_timeout
   of its first byte, and a client that keeps sending requests after server.max_queued_replies of them were refused.
 - server.max_connections, and server.max_connections_per_peer from one IP address (every local socket is one peer):
-  a connection beyond them gets an `error` and is closed at once.
+  a connection beyond them closes the longest-idle connection (of that peer; in all, of the peer holding the most)
+  to make room, as load balancers do; when every such connection is busy it gets an `error` and is closed at once.
 - server.stream_pause_timeout (between a stream's chunks) and server.stream_max_seconds (from its start to its
   stop): a stream past either gets an `error` ("stream-timeout") and its end (audio-stop, synthesize-stopped)
   without its synthesize-stop; its later chunks are refused like chunks outside a stream, its synthesize-stop is
-  not answered (its synthesize-stopped has gone out), and the connection goes on (stream_deadline).
+  not answered (its synthesize-stopped has gone out), and the connection goes on (stream_deadline). A paused stream
+  holds no batch place and no KV blocks while it waits (reply.RELEASE_AFTER), so these follow Home Assistant's own
+  patience (its pipeline run's 300 s), not the engine's.
 - server.idle_timeout: a connection silent for that long while none of its replies is being spoken is closed; an
   open stream is ended first, as a timed-out one is.
 - server.max_queued_replies: a request beyond them is refused with an `error` and still ended in order.

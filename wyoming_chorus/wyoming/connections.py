@@ -1,11 +1,13 @@
-"""Accepting Wyoming connections: the listener, server.max_connections and server.max_connections_per_peer, the
-shutdown, and hanging up a connection with its last `error`."""
+"""Accepting Wyoming connections: the listener, server.max_connections and server.max_connections_per_peer (an idle
+connection closed to make room, a busy one never), the shutdown, and hanging up a connection with its last `error`."""
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
 import socket
+import time
+from collections import Counter
 
 from wyoming.error import Error
 from wyoming.event import async_write_event
@@ -49,7 +51,8 @@ class ChorusServer:
         self._handlers: set[ChorusHandler] = set()
         self._closing = False
         self._refusing = False  # at max_connections: said once in the log, not once per refused connection
-        self._refused_hosts: set[str] = set()  # hosts at max_connections_per_peer, said once each in the log
+        self._refused_hosts: set[str] = set()  # hosts refused at max_connections_per_peer, said once each in the log
+        self._crowded_hosts: set[str] = set()  # hosts at max_connections_per_peer losing idle connections, said once
 
     async def start(self) -> None:
         # The stream's line limit bounds what a header line can make it buffer (readuntil stops there).
@@ -98,25 +101,10 @@ class ChorusServer:
             writer.close()
             return
         host = _host(writer)
-        per_peer = self.limits.max_connections_per_peer
-        if sum(handler.host == host for handler in self._handlers) >= per_peer:
-            if host not in self._refused_hosts:
-                _LOG.warning("%s has %d connections open (server.max_connections_per_peer): refusing its new ones",
-                             host, per_peer)
-            self._refused_hosts.add(host)
-            await _refuse(reader, writer, f"{host} has {per_peer} connections open already, the most one host may")
+        refusal = await self._make_room(host)
+        if refusal is not None:
+            await _refuse(reader, writer, refusal)
             return
-        self._refused_hosts.discard(host)
-        if self.connections >= self.limits.max_connections:
-            if not self._refusing:
-                _LOG.warning("%d connections are open (server.max_connections): refusing new ones",
-                             self.connections)
-            self._refusing = True
-            await _refuse(reader, writer, f"the server has {self.limits.max_connections} connections open already")
-            return
-        if self._refusing:
-            _LOG.info("accepting new connections again")
-            self._refusing = False
         handler = ChorusHandler(reader, writer, self, host)
         self._handlers.add(handler)
         bad: BadEvent | None = None
@@ -126,6 +114,54 @@ class ChorusServer:
             if bad is not None:
                 await _hang_up(reader, writer, str(bad), bad.code)
             _close(writer)
+
+    async def _make_room(self, host: str) -> str | None:
+        """Room for a new connection from `host`, as load balancers make it: at server.max_connections_per_peer its
+        longest-idle connection is closed, at server.max_connections the longest-idle one of the host holding the
+        most; so a client that leaks connections costs itself idle sockets, and Home Assistant (one host, or many
+        behind one NAT) is never locked out by its own. Returns why the connection is refused when every connection
+        that could make room is busy (a reply queued, spoken or streamed)."""
+        per_peer = self.limits.max_connections_per_peer
+        own = [handler for handler in self._handlers if handler.host == host]
+        if len(own) >= per_peer:
+            if not await self._close_idle(own):
+                if host not in self._refused_hosts:
+                    _LOG.warning("%s has %d connections open and busy (server.max_connections_per_peer): refusing "
+                                 "its new ones", host, per_peer)
+                self._refused_hosts.add(host)
+                return f"{host} has {per_peer} connections open already, the most one host may"
+            if host not in self._crowded_hosts:
+                _LOG.info("%s has %d connections open (server.max_connections_per_peer): closing its longest-idle "
+                          "ones to make room for its new ones", host, per_peer)
+            self._crowded_hosts.add(host)
+        else:
+            self._crowded_hosts.discard(host)
+        self._refused_hosts.discard(host)
+        if self.connections >= self.limits.max_connections:
+            hosts = Counter(handler.host for handler in self._handlers)
+            if not await self._close_idle(list(self._handlers), hosts):
+                if not self._refusing:
+                    _LOG.warning("%d connections are open and busy (server.max_connections): refusing new ones",
+                                 self.connections)
+                self._refusing = True
+                return f"the server has {self.limits.max_connections} connections open already"
+        if self._refusing:
+            _LOG.info("accepting new connections again")
+            self._refusing = False
+        return None
+
+    async def _close_idle(self, handlers: list[ChorusHandler], hosts: Counter[str] | None = None) -> bool:
+        """Closes the longest-idle connection among `handlers` (of the host holding most of `hosts`, if given);
+        False when none is idle. It stops counting at once; the client sees the connection close, as after
+        server.idle_timeout."""
+        idle = [(since, handler) for handler in handlers if (since := handler.idle_since) is not None]
+        if not idle:
+            return False
+        since, victim = min(idle, key=lambda item: (-hosts[item[1].host] if hosts else 0, item[0]))
+        _LOG.debug("closing a connection of %s idle for %.1f s to make room", victim.host, time.monotonic() - since)
+        self.forget(victim)
+        await victim.stop()
+        return True
 
     def forget(self, handler: ChorusHandler) -> None:
         self._handlers.discard(handler)

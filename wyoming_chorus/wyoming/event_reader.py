@@ -69,6 +69,11 @@ class EventReader:
             self._first = await self._reader.read(1)
         return bool(self._first)
 
+    @property
+    def began(self) -> bool:
+        """Whether the next event has begun to arrive (wait() has seen its first byte)."""
+        return bool(self._first)
+
     async def read(self) -> Event | None:
         """The next event, or None when the stream ended between events. Raises BadEvent or EventTooLarge for an
         event that is wrong, asyncio.IncompleteReadError when the stream ends inside one."""

@@ -118,6 +118,14 @@ class ChorusHandler:
                 raise
             raise EventTimeout(f"the event was not complete {limits.event_timeout:g} s after it began") from None
 
+    @property
+    def idle_since(self) -> float | None:
+        """When the connection last did something (its last event or the end of its last reply), if it does nothing
+        now: no reply waiting, being spoken or streamed, no event begun; None while it is busy."""
+        if not self._running or self._speaker.unspoken or self._events.began:
+            return None
+        return max(self._last_event, self._speaker.spoke_at)
+
     def _busy(self) -> bool:
         """Whether a reply that has all its text is still being spoken: a silent client is then waiting for audio,
         not idle. An open stream waits for the client's text, so it does not count."""

@@ -7,7 +7,10 @@ client pauses (Home Assistant runs a tool), the text that ends like a sentence i
 
 With `stream_input`, a stream is handed out as utterances instead (speech/utterances.py): each an async iterator of
 text pieces, handed out once its first words have come and fed to one request while it speaks; the same pause after
-a sentence end closes it.
+a sentence end closes it. So does a longer pause anywhere else (`RELEASE_AFTER`): the client is calling a tool, and a
+request waiting for text holds KV blocks (wyoming_chorus/engine/scheduler.py parks it), so it finishes the text it
+has and lets them go; the text after the pause starts a new one. A paused stream then holds nothing in the engine,
+which is why its pause limit can be as long as Home Assistant's own patience (config.yaml).
 
 With `limits`, a stream that waits too long for its text is timed out (wyoming/stream_deadline.py): it fails with a
 StreamTimeout and is complete without the client's synthesize-stop.
@@ -27,6 +30,13 @@ from wyoming_chorus.speech.sentences import StreamingSentences
 from wyoming_chorus.speech.utterances import OpenText, Utterance
 from wyoming_chorus.wyoming.stream_deadline import StreamDeadline, StreamLimits, StreamTimeout
 
+# How long an utterance whose text stopped short of a sentence end ("Here is what I found:", "Let me look that up on
+# the") keeps its request waiting for more. Longer than any pause between an LLM's tokens (0.1-0.3 s on a small CPU,
+# a stall of a second at worst), short next to a tool call (seconds to minutes). The listener loses nothing by it:
+# a request waiting for text makes no audio, so the words it has are heard sooner, and the tool's silence comes after
+# them instead of inside the last word.
+RELEASE_AFTER = 2.0
+
 
 class _Sentences:
     """Cuts a text into whole sentences (speech/sentences.py)."""
@@ -38,6 +48,11 @@ class _Sentences:
     def hold(self) -> float | None:
         """How long the text held at a sentence end waits for more (None: it does not end a sentence)."""
         return self._splitter.hold
+
+    @property
+    def speaking(self) -> bool:
+        """Whether a request is open in the engine, waiting for this text's next words."""
+        return False
 
     def add(self, text: str) -> Sequence[str | Utterance]:
         return self._splitter.add(text)
@@ -64,6 +79,10 @@ class _Utterances(_Sentences):
 
     def add(self, text: str) -> Sequence[str | Utterance]:
         return _started(self._open.add(self._splitter.add_text(text)[0]))
+
+    @property
+    def speaking(self) -> bool:
+        return self._open.current is not None
 
     def pause(self) -> Sequence[str | Utterance]:
         self._splitter.flush_pending()  # the held sentence is in the utterance already; its detector starts anew
@@ -174,14 +193,15 @@ class OneShotText(ReplyText):
 
 class StreamedText(ReplyText):
     """A stream's text, chunk by chunk (synthesize-chunk), handed out as sentences, or as utterances with
-    `stream_input`; a sentence end is taken once the text has paused after it for the grace."""
+    `stream_input`; a sentence end is taken once the text has paused after it for the grace, an open utterance's
+    text once it has paused for RELEASE_AFTER."""
 
     streaming = True
 
     def __init__(self, voice: SynthesizeVoice | None, max_text_length: int, stream_input: bool = False,
                  limits: StreamLimits | None = None):
         super().__init__(voice, max_text_length, _Utterances() if stream_input else _Sentences())
-        self._pending_until: float | None = None  # when the held text is taken as a sentence, if it ends like one
+        self._pending_until: float | None = None  # when the held text is taken: it ends like a sentence, or speaks
         self.timed_out = False
         # A stream that failed still waits for its synthesize-stop: the deadline bounds that wait too.
         self._deadline = StreamDeadline(limits, self.time_out) if limits is not None else None
@@ -195,6 +215,8 @@ class StreamedText(ReplyText):
         super()._cut(text)
         # Every chunk restarts the grace: it is a pause in the text, not the age of the sentence, that ends it.
         hold = self._cuts.hold
+        if hold is None and self._cuts.speaking:
+            hold = RELEASE_AFTER
         self._pending_until = None if hold is None else time.monotonic() + hold
 
     async def _more(self) -> None:
@@ -202,7 +224,7 @@ class StreamedText(ReplyText):
             await self._wait()
         elif (grace := self._pending_until - time.monotonic()) > 0:
             await self._wait(timeout=grace)
-        else:  # the text paused after a sentence's end: speak it now
+        else:  # the text paused after a sentence's end, or long enough for a tool call: speak it now
             self._pending_until = None
             self._ready.extend(self._cuts.pause())
 
