@@ -1,54 +1,61 @@
 """Check, end to end, what Home Assistant's own `wyoming`, `tts` and `assist_pipeline` code does with this server.
 
 Opt-in: skipped unless CHORUS_HA_CHORUS or CHORUS_SERVER is set and Home Assistant is importable (CI runs on Python
-3.11 without it). It runs Home Assistant 2026.2's real
-integrations in the `hass` fixture of pytest-homeassistant-custom-component, adds the Wyoming integration through
-its own config flow (host 127.0.0.1, the port of a small tap that forwards every byte to the server unchanged and
-notes each Wyoming event with its time), and checks two first-day cases:
+3.11 without it). It runs Home Assistant's real integrations (2026.11, the release households run, and 2026.2.3, an
+older one with streaming TTS; the API moves between them are named at HA_2026_11) in the `hass` fixture of
+pytest-homeassistant-custom-component, adds the Wyoming integration through its own config flow (host 127.0.0.1, the
+port of a small tap that forwards every byte to the server unchanged and notes each Wyoming event with its time), and
+checks three first-day cases:
 
 1. The LLM tool-call pause. Home Assistant streams TTS to a server that advertises `supports_synthesize_streaming`.
    The text "Let me check the weather for you." is followed, 4 s later (the tool call), by "It is sunny and 21
-   degrees." (glued on without a space, as Home Assistant does). The first audio must reach Home Assistant during
-   the pause. Checked through HA's streaming TTS API (`tts.async_create_stream` +
+   degrees." (HA 2026.2 glues the two on without a space, 2026.11 puts one between). The first audio must reach
+   Home Assistant during the pause. Checked through HA's streaming TTS API (`tts.async_create_stream` +
    `ResultStream.async_set_message_stream`) and through a whole `assist_pipeline` run (intent -> tts) whose
    conversation agent is a fake LLM (a streaming ConversationEntity that puts token deltas into the chat log and
    calls a real llm.Tool that takes 4 s), each with the wyoming entity's WAV as it is and with a format HA converts
-   with ffmpeg (its default MP3; the FLAC 48 kHz mono a Voice PE asks for). The converted variants are expected to
-   fail (xfail, with the figures): HA runs ffmpeg on the WAV stream without -probesize / -analyzeduration, and
-   ffmpeg reads 5 s of audio (or the end of the stream) before it writes anything, so a shorter first sentence
-   stays inside HA until the next sentence's audio arrives. The server's part (its first audio-chunk on the wire
-   during the pause) is asserted in every variant.
+   with ffmpeg (its default MP3; the FLAC 48 kHz mono a Voice PE asks for). Each variant reports HA's first byte of
+   audio in its format against the server's first audio on the wire (the conversion's hold). On 2026.11 it must come
+   during the pause in every format (HA feeds ffmpeg raw PCM with -probesize 32: 0.08-0.48 s of audio). On 2026.2
+   the converted variants are expected to fail (xfail, with the figures): HA runs ffmpeg on the WAV stream without
+   -probesize / -analyzeduration, and ffmpeg reads 5 s of audio (or the end of the stream) before it writes
+   anything, so a shorter first sentence stays inside HA until the next sentence's audio arrives. The server's part
+   (its first audio-chunk on the wire during the pause) is asserted in every variant.
 2. German text with no language. "Es sind 21,5 °C im Wohnzimmer, um 7:30 Uhr." through `tts` with language "de"
    (voice "ryan") and through a pipeline whose language is German (no voice picked). Home Assistant sends no
    language; the server's log line for that reply must say "language de (detected)". With --chorus the script also
    prints what the server's normaliser makes of the text (run apart: the log shows only the language).
+3. The server's error. A text past the server's limit is answered with a Wyoming error event: HA 2026.11 raises it
+   with the server's text (the user sees it), 2026.2 ended the stream with a silent WAV.
 
 Every check also asserts what HA put on the wire: no language in any event, the text chunks exactly as sent.
 
-Setup: a virtualenv of Python 3.13 with Home Assistant 2026.2.3 (HA wants >= 3.13.2, hence
---ignore-requires-python; the wheel's package_constraints.txt as constraints pins HA's dependencies as HA released
-them), the `requirements` of the manifests of wyoming, tts, assist_pipeline, assist_satellite, conversation and
-ffmpeg (the test harness does not install requirements itself), and imageio-ffmpeg (an ffmpeg binary for HA's
-conversions). `.ci/home-assistant` builds exactly that (the versions are pinned there, in one place), runs these checks
-against the server on this CPU and on an emulated AVX2 CPU, and is part of CI. By hand, the same steps with the
-virtualenv at /tmp/ha/venv.
+Setup: `.ci/home-assistant` builds a virtualenv per release (the versions and how they are chosen are there, in one
+place): Home Assistant's wheel with its own package_constraints.txt as constraints, the `requirements` of the
+manifests of the integrations under test (the harness installs none itself), pytest-homeassistant-custom-component
+and imageio-ffmpeg (an ffmpeg binary for HA's conversions). 2026.11 needs Python >= 3.14.2, 2026.2 Python 3.13. It
+runs these checks against the server on this CPU and on an emulated AVX2 CPU, and is part of CI. pytest loads
+tests/ha/ha_harness.py first (`-p ha_harness` with tests/ha on PYTHONPATH): the harness release for 2026.10 runs on
+2026.11 once Home Assistant is imported before it. By hand, the same steps with the virtualenv at /tmp/ha/venv.
 
 Run from the repository root, starting a server of its own (the given wyoming-chorus executable, builtin tiny model)
 on free loopback ports, its log kept in a temporary file:
 
-    CHORUS_HA_CHORUS=/work/venv/bin/wyoming-chorus /tmp/ha/venv/bin/python -m pytest tests/ha -p no:cacheprovider
+    CHORUS_HA_CHORUS=/work/venv/bin/wyoming-chorus PYTHONPATH=tests/ha \
+        /tmp/ha/venv/bin/python -m pytest -p ha_harness tests/ha -p no:cacheprovider
 
 or against a server already running on this machine, whose log it reads:
 
     CI=true wyoming-chorus --uri tcp://127.0.0.1:10555 --no-zeroconf --metrics-port 0 > /tmp/chorus.log 2>&1 &
-    CHORUS_SERVER=127.0.0.1:10555 CHORUS_LOG=/tmp/chorus.log \
-        /tmp/ha/venv/bin/python -m pytest tests/ha -p no:cacheprovider
+    CHORUS_SERVER=127.0.0.1:10555 CHORUS_LOG=/tmp/chorus.log PYTHONPATH=tests/ha \
+        /tmp/ha/venv/bin/python -m pytest -p ha_harness tests/ha -p no:cacheprovider
 
 More settings, from the environment: CHORUS_PAUSE (the tool call's seconds, 4), CHORUS_FFMPEG (default: ffmpeg on
 PATH, else imageio-ffmpeg's; without one the MP3/FLAC variants are skipped and the pipelines take WAV), CHORUS_REPORT
 (the figures as JSON lines); pytest's own -k and -x select and stop. At the end it prints one block of figures per
 check (times are seconds after the first text reached Home Assistant), the server's reply log lines and, with
-CHORUS_HA_CHORUS, what the server's normaliser makes of the German text; passed means the ffmpeg variants xfailed.
+CHORUS_HA_CHORUS, what the server's normaliser makes of the German text; on 2026.2, passed means the ffmpeg variants
+xfailed.
 HA connects to the tap on 127.0.0.1 (the test harness's pytest-socket allows no other address but the server's); the
 server's log must be readable here. The tap and the server's start are in tests/ha/conftest.py and ha_tap.py.
 """
@@ -68,16 +75,17 @@ import pytest
 
 if not (os.environ.get("CHORUS_HA_CHORUS") or os.environ.get("CHORUS_SERVER")):
     pytest.skip("opt-in: set CHORUS_HA_CHORUS or CHORUS_SERVER (see this module's docstring)", allow_module_level=True)
-pytest.importorskip("homeassistant", reason="Home Assistant 2026.2 (Python 3.13): see this module's docstring")
+pytest.importorskip("homeassistant", reason="Home Assistant (2026.11: Python 3.14): see this module's docstring")
 
 import pytest_socket  # noqa: E402
 import voluptuous as vol  # noqa: E402
 from homeassistant.components import assist_pipeline, conversation, tts  # noqa: E402
 from homeassistant.components.assist_pipeline.pipeline import KEY_ASSIST_PIPELINE  # noqa: E402
 from homeassistant.config_entries import ConfigEntry, ConfigFlow  # noqa: E402
-from homeassistant.const import Platform  # noqa: E402
+from homeassistant.const import MAJOR_VERSION, MINOR_VERSION, Platform  # noqa: E402
 from homeassistant.core import Context, HomeAssistant  # noqa: E402
 from homeassistant.data_entry_flow import FlowResultType  # noqa: E402
+from homeassistant.exceptions import HomeAssistantError  # noqa: E402
 from homeassistant.helpers import chat_session, intent, llm  # noqa: E402
 from homeassistant.helpers import entity_registry as er  # noqa: E402
 from homeassistant.setup import async_setup_component  # noqa: E402
@@ -101,6 +109,12 @@ VOICE_PE_FORMAT = {"preferred_format": "flac", "preferred_sample_rate": 48000, "
                    "preferred_sample_bytes": 2}
 WAV_AS_IS = {"preferred_format": "wav"}  # the wyoming entity's own bytes: no ffmpeg
 LLM_DELTA_SECONDS = 0.03  # between an LLM's token deltas
+# What moved in Home Assistant 2026.11 that these checks meet: chat sessions take the caller's context, a config
+# entry's setup and unload return None, a tool returns an llm.ToolResult, the pipeline's TTS stream is found by its
+# run-start token (as a satellite finds it), HA puts a space between the assistant messages around a tool call, and
+# an error event from the server raises with its text instead of ending in a silent WAV.
+HA_2026_11 = (MAJOR_VERSION, MINOR_VERSION) >= (2026, 11)
+TOOL_CALL_JOIN = " " if HA_2026_11 else ""  # what HA puts between the texts before and after a tool call
 
 
 # ---- what HA receives from a ResultStream
@@ -174,11 +188,12 @@ class WeatherTool(llm.Tool):
         self.seconds, self.marks = seconds, marks
 
     async def async_call(self, hass: HomeAssistant, tool_input: llm.ToolInput,
-                         llm_context: llm.LLMContext) -> dict:
+                         llm_context: llm.LLMContext) -> Any:
         self.marks["tool_start"] = now()
         await asyncio.sleep(self.seconds)
         self.marks["tool_end"] = now()
-        return {"condition": "sunny", "temperature": 21}
+        weather = {"condition": "sunny", "temperature": 21}
+        return llm.ToolResult(data=weather) if HA_2026_11 else weather
 
 
 class WeatherAPI(llm.API):
@@ -304,6 +319,13 @@ async def ha(chorus_server, ffmpeg: str | None, hass: HomeAssistant, socket_enab
 # ---- helpers shared by the checks
 
 
+def _chat_session(hass: HomeAssistant, context: Context) -> contextlib.AbstractContextManager:
+    """The chat session of a pipeline run in `context` (2026.11 asks whose session it is)."""
+    if HA_2026_11:
+        return chat_session.async_get_chat_session(hass, context=context)
+    return chat_session.async_get_chat_session(hass)
+
+
 def _wire_summary(conn: TapConnection, t0: float) -> dict:
     """What HA sent and what the server answered, in time order (seconds after t0)."""
     def at(e: WireEvent) -> float:
@@ -345,6 +367,17 @@ def _audio_bursts(conn: TapConnection, t0: float, gap: float = 0.3) -> list[str]
             for b in bursts]
 
 
+def _conversion_hold(conn: TapConnection, got: Received) -> dict:
+    """HA's first byte of audio in `got`'s format against the server's first audio on the wire: how long HA held it
+    (its conversion: ffmpeg, or none for WAV as is) and how much audio the server had sent by then."""
+    chunks = conn.received("audio-chunk")
+    if not chunks or got.first_audio is None:
+        return {}
+    sent_by_then = [e for e in chunks if e.t <= got.first_audio]
+    return {"ha_first_audio_after_server_s": round(got.first_audio - chunks[0].t, 3),
+            "server_audio_sent_by_then_s": round(_audio_seconds(conn, sent_by_then), 2)}
+
+
 def _no_language_sent(conn: TapConnection) -> bool:
     return not any("language" in (e.data.get("voice") or {}) for e in conn.events if e.direction == "ha>server")
 
@@ -360,7 +393,9 @@ def _needs_ffmpeg(ha: HA) -> None:
         pytest.skip("no ffmpeg binary (set CHORUS_FFMPEG or pip install imageio-ffmpeg)")
 
 
-def _check_pause(ha: HA, check: str, marks: dict, got: Received, conn: TapConnection, log_line: str | None) -> None:
+def _check_pause(ha: HA, check: str, marks: dict, got: Received, conn: TapConnection, log_line: str | None,
+                 joined_with: str = "") -> None:
+    """`joined_with`: what the caller put between the texts before and after the pause (HA: TOOL_CALL_JOIN)."""
     t0 = marks["text1"]
     figures = {
         "format": got.fmt,
@@ -371,20 +406,22 @@ def _check_pause(ha: HA, check: str, marks: dict, got: Received, conn: TapConnec
         "ha_bytes": len(got.data),
         **_wire_summary(conn, t0),
         "server_log": log_line,
+        **_conversion_hold(conn, got),
     }
     ha.report(check, **figures)
     assert _no_language_sent(conn)
     chunk_texts = [e.data.get("text") for e in conn.sent("synthesize-chunk")]
-    assert "".join(chunk_texts) == TEXT_BEFORE_TOOL + TEXT_AFTER_TOOL  # glued on without a space
+    assert "".join(chunk_texts) == TEXT_BEFORE_TOOL + joined_with + TEXT_AFTER_TOOL
     assert conn.received("synthesize-stopped"), "the stream did not end with synthesize-stopped"
     server_first = conn.received("audio-chunk")[0].t if conn.received("audio-chunk") else None
     assert server_first is not None and server_first < marks["text2"], (
         "the server sent no audio during the pause")
     assert got.first_audio is not None, "no audio reached Home Assistant"
-    if got.first_audio >= marks["text2"] and got.fmt != "wav":
-        # HA's tts._async_convert_audio runs ffmpeg on the WAV stream with no -analyzeduration / -probesize, and
-        # ffmpeg reads 5 s of audio (or the end of the stream) before it writes a byte: a first sentence shorter
+    if got.first_audio >= marks["text2"] and got.fmt != "wav" and not HA_2026_11:
+        # HA 2026.2's tts._async_convert_audio runs ffmpeg on the WAV stream with no -analyzeduration / -probesize,
+        # and ffmpeg reads 5 s of audio (or the end of the stream) before it writes a byte: a first sentence shorter
         # than 5 s that is followed by a pause stays inside HA's ffmpeg until the next sentence's audio arrives.
+        # 2026.11 feeds ffmpeg raw PCM with -probesize 32 (or no ffmpeg for WAV): there it must come through.
         pytest.xfail(f"the audio left the server at {server_first - t0:.2f} s but HA's ffmpeg ({got.fmt}) held it "
                      f"until {got.first_audio - t0:.2f} s (it reads 5 s of audio before writing)")
     assert got.first_audio < marks["text2"], (
@@ -436,15 +473,16 @@ async def test_tool_call_pause_pipeline(ha: HA, fmt: str) -> None:
 @contextlib.asynccontextmanager
 async def _fake_llm(hass: HomeAssistant, agent: FakeLLMAgent):
     """The fake LLM's integration set up with `agent` as its conversation entity."""
-    async def setup_entry(hass: HomeAssistant, entry: ConfigEntry) -> bool:
+    async def setup_entry(hass: HomeAssistant, entry: ConfigEntry) -> bool | None:
         await hass.config_entries.async_forward_entry_setups(entry, [Platform.CONVERSATION])
-        return True
+        return None if HA_2026_11 else True
 
     async def setup_platform(hass: HomeAssistant, entry: ConfigEntry, add_entities) -> None:
         add_entities([agent])
 
-    async def unload_entry(hass: HomeAssistant, entry: ConfigEntry) -> bool:
-        return await hass.config_entries.async_unload_platforms(entry, [Platform.CONVERSATION])
+    async def unload_entry(hass: HomeAssistant, entry: ConfigEntry) -> bool | None:
+        unloaded = await hass.config_entries.async_unload_platforms(entry, [Platform.CONVERSATION])
+        return None if HA_2026_11 and unloaded else unloaded
 
     mock_integration(hass, MockModule("fake_llm", async_setup_entry=setup_entry, async_unload_entry=unload_entry))
     mock_platform(hass, "fake_llm.config_flow", None)
@@ -476,20 +514,23 @@ async def _llm_pipeline(ha: HA, agent: FakeLLMAgent, marks: dict, audio_output: 
     events: list[assist_pipeline.PipelineEvent] = []
     received: list[Received] = []
     consumers: list[asyncio.Task] = []
-    run: assist_pipeline.pipeline.PipelineRun
 
     def on_event(event: assist_pipeline.PipelineEvent) -> None:
         events.append(event)
-        # A satellite starts playing the stream when HA says it is streaming (ESPHome: intent-progress).
+        # A satellite starts playing the stream when HA says it is streaming (ESPHome: intent-progress), the stream
+        # named by run-start's tts_output token (as ESPHome's assist_satellite finds it).
         if event.type == assist_pipeline.PipelineEventType.INTENT_PROGRESS and event.data.get("tts_start_streaming"):
             marks["tts_start_streaming"] = now()
+            run_start = next(e for e in events if e.type == assist_pipeline.PipelineEventType.RUN_START)
+            stream = tts.async_get_stream(hass, run_start.data["tts_output"]["token"])
+            assert stream is not None
             received.append(got := Received(fmt))
-            consumers.append(hass.async_create_task(got.consume(run.tts_stream)))
+            consumers.append(hass.async_create_task(got.consume(stream)))
 
     before = len(ha.tap.synthesis_connections())
-    with chat_session.async_get_chat_session(hass) as session:
+    with _chat_session(hass, context := Context()) as session:
         run = assist_pipeline.pipeline.PipelineRun(
-            hass, context=Context(), pipeline=pipeline, start_stage=assist_pipeline.PipelineStage.INTENT,
+            hass, context=context, pipeline=pipeline, start_stage=assist_pipeline.PipelineStage.INTENT,
             end_stage=assist_pipeline.PipelineStage.TTS, event_callback=on_event, tts_audio_output=audio_output)
         pipeline_input = assist_pipeline.pipeline.PipelineInput(
             intent_input="What is the weather?", session=session, run=run)
@@ -514,7 +555,7 @@ async def _tool_call_pause_pipeline(ha: HA, agent: FakeLLMAgent, marks: dict, au
     }
     ha.report(f"tool-call pause, assist_pipeline + streaming LLM agent, {fmt}: the pipeline's events", **extra)
     _check_pause(ha, f"tool-call pause, assist_pipeline + streaming LLM agent, {fmt}"
-                 + (" 48 kHz (Voice PE)" if fmt == "flac" else ""), marks, got, conn, log_line)
+                 + (" 48 kHz (Voice PE)" if fmt == "flac" else ""), marks, got, conn, log_line, TOOL_CALL_JOIN)
 
 
 # ---- case 2: German text, no language
@@ -559,9 +600,9 @@ async def test_german_pipeline(ha: HA) -> None:
     })
     events: list[assist_pipeline.PipelineEvent] = []
     before = len(ha.tap.synthesis_connections())
-    with chat_session.async_get_chat_session(hass) as session:
+    with _chat_session(hass, context := Context()) as session:
         run = assist_pipeline.pipeline.PipelineRun(
-            hass, context=Context(), pipeline=pipeline, start_stage=assist_pipeline.PipelineStage.TTS,
+            hass, context=context, pipeline=pipeline, start_stage=assist_pipeline.PipelineStage.TTS,
             end_stage=assist_pipeline.PipelineStage.TTS, event_callback=events.append, tts_audio_output=audio_output)
         pipeline_input = assist_pipeline.pipeline.PipelineInput(tts_input=GERMAN, session=session, run=run)
         await pipeline_input.validate()
@@ -588,8 +629,38 @@ async def test_german_tool_call_pipeline(ha: HA) -> None:
               ha_first_audio=round(got.first_audio - t0, 3) if got.first_audio else None,
               ha_bytes=len(got.data), **_wire_summary(conn, t0), server_log=log_line)
     assert _no_language_sent(conn), "HA sent a language"
-    assert "".join(e.data.get("text") for e in conn.sent("synthesize-chunk")) == GERMAN_BEFORE_TOOL + GERMAN
+    sent = "".join(e.data.get("text") for e in conn.sent("synthesize-chunk"))
+    assert sent == GERMAN_BEFORE_TOOL + TOOL_CALL_JOIN + GERMAN
     assert got.first_audio is not None and got.first_audio < marks["text2"]
     assert log_line is not None, f"no 'reply to ...:{conn.server_side_port}' line in {ha.log_path}"
     # The log line names the language of the reply's last request: here the one of the text after the tool.
     assert "language de (detected)" in log_line, log_line
+
+
+# ---- case 3: the server's error
+
+
+async def test_server_error_reaches_home_assistant(ha: HA) -> None:
+    """A text past the server's limit (engine.max_text_length, 4000 characters by default) is answered with an
+    error event. HA 2026.11 raises it with the server's text (the user sees it); 2026.2 ended the stream with no
+    audio (a silent WAV)."""
+    text = "Word " * 801
+    before = len(ha.tap.synthesis_connections())
+    stream = tts.async_create_stream(ha.hass, ha.tts_entity, "en", WAV_AS_IS)
+    stream.async_set_message(text)
+    got = Received("wav")
+    raised: BaseException | None = None
+    try:
+        await asyncio.wait_for(got.consume(stream), timeout=120)
+    except HomeAssistantError as error:
+        raised = error
+    conn = await _one_synthesis(ha, before)
+    errors = [e.data for e in conn.received("error")]
+    ha.report("the server's error, tts, wav", ha_raised=repr(raised), ha_bytes=len(got.data),
+              server_errors=errors)
+    assert len(errors) == 1 and errors[0].get("code") == "invalid-text", errors
+    assert not conn.received("audio-chunk") and got.first_audio is None
+    if HA_2026_11:
+        assert raised is not None and errors[0]["text"] in str(raised), repr(raised)
+    else:
+        assert raised is None
