@@ -72,8 +72,10 @@ class HttpRequest:
     """One request: its line and headers (names in lower case), and its body still unread in `reader`."""
 
     def __init__(self, method: str, target: str, headers: dict[str, str], reader: asyncio.StreamReader,
-                 deadline: asyncio.Timeout):
+                 deadline: asyncio.Timeout, peer: str | None = None):
         self.method = method
+        self.peer = peer  # the client's address
+        self.via_proxy = False  # set by a server that trusts a proxy in front of it
         self.target = target
         self.path, _, self.query = target.partition("?")
         self.headers = headers
@@ -160,7 +162,7 @@ class HttpServer:
             async with asyncio.timeout(REQUEST_DEADLINE) as deadline:
                 refused = False
                 try:
-                    answer = await self._answer(reader, deadline)
+                    answer = await self._answer(reader, writer, deadline)
                 except Refused as error:
                     answer, refused = error.answer, True
                 await _send(writer, answer)
@@ -176,14 +178,16 @@ class HttpServer:
         finally:
             self._open.pop(writer, None)
 
-    async def _answer(self, reader: asyncio.StreamReader, deadline: asyncio.Timeout) -> Answer:
+    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                      deadline: asyncio.Timeout) -> Answer:
         line, headers = await _read_request(reader)
         request_line = line.split()
         if len(request_line) != 3:
             return Answer("400 Bad Request", TEXT, b"bad request\n")
         method, target, _version = request_line
         try:
-            return await self._respond(HttpRequest(method, target, headers, reader, deadline))
+            peer = (writer.get_extra_info("peername") or (None,))[0]
+            return await self._respond(HttpRequest(method, target, headers, reader, deadline, peer))
         except (Refused, TimeoutError, ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             raise
         except Exception:  # a bug: the client gets a 500, not a connection that hangs until its deadline

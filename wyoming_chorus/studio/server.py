@@ -40,7 +40,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
 from wyoming_chorus.config import CloneVoice, ConfigError, DesignVoice, StudioSettings, VoicesSettings
 from wyoming_chorus.errors import QueueFull, ReplyError
@@ -56,6 +56,7 @@ from wyoming_chorus.studio.clips import (
     ClipProblem,
     prepare_clip,
 )
+from wyoming_chorus.studio.guard import Forbidden, Guard, install_token, own_names
 from wyoming_chorus.studio.preview import sentence, speak, wav_stream_header
 from wyoming_chorus.studio.voice_file import StudioVoiceFile, entry_names, with_clone, with_design, without
 from wyoming_chorus.wyoming.speech_engine import SpeechEngine
@@ -95,6 +96,8 @@ class StudioServer(HttpServer):
         self._model = model
         self._serving_loop = serving_loop
         self._file = voice_file
+        self._guard = Guard(install_token(voice_file.path.parent), own_names(settings.allowed_hosts),
+                            settings.ingress_proxy)
         self._max_upload = int(settings.max_upload_mb * 1024 * 1024)
         manifest = model.manifest
         self._can_clone = manifest.model_type == "base" and model.has("speaker_encoder.xml")
@@ -110,6 +113,10 @@ class StudioServer(HttpServer):
         self._writing: asyncio.Lock | None = None  # one change at a time (made on the studio's loop, on first use)
 
     async def _respond(self, request: HttpRequest) -> Answer:
+        try:
+            request.via_proxy = self._guard.check_peer_and_host(request.peer, request.headers.get("host"))
+        except Forbidden as refusal:
+            raise _refused("403 Forbidden", str(refusal)) from None
         answer = await self._route(request)
         return dataclasses.replace(answer, headers=answer.headers + _HEADERS)
 
@@ -126,7 +133,7 @@ class StudioServer(HttpServer):
                 if path == "/api/preview":
                     return await self._preview(request)
             elif request.method == "POST" and path in self._changes:
-                _refuse_cross_site(request)
+                self._refuse_cross_site(request)
                 return _json("200 OK", await self._changes[path](request))
         except StudioError as error:
             return _json(error.status, {"error": str(error)})
@@ -137,11 +144,13 @@ class StudioServer(HttpServer):
     # ---- reading ---------------------------------------------------------------------------------------------------
     def _page(self, request: HttpRequest) -> bytes:
         """index.html, with a <base> at Home Assistant's ingress path when it says one."""
+        page = self._index.replace(b"<!-- token -->", f'<meta name="studio-token" content="{self._guard.token}">'
+                                   .encode())
         prefix = request.headers.get("x-ingress-path", "")
         if not _INGRESS_PATH.fullmatch(prefix):
-            return self._index
+            return page
         base = f'<base href="{html.escape(prefix.rstrip("/") + "/")}">'
-        return self._index.replace(b"<!-- base -->", base.encode())
+        return page.replace(b"<!-- base -->", base.encode())
 
     def _listing(self) -> dict:
         voices = self._voices.current()
@@ -160,6 +169,10 @@ class StudioServer(HttpServer):
 
     async def _preview(self, request: HttpRequest) -> Answer:
         query = parse_qs(request.query)
+        try:  # the page's <audio> cannot send a header: the token comes in the query
+            self._guard.check_write(request.headers, query.get("token", [""])[0], request.via_proxy)
+        except Forbidden as refusal:
+            raise StudioError("403 Forbidden", str(refusal)) from None
         voice = self._voice(query.get("voice", [""])[0])
         language = query.get("language", [""])[0]
         code = language if language in voice.languages else _preview_language(voice)
@@ -291,19 +304,20 @@ class StudioServer(HttpServer):
                                                            f"{', '.join(spoken)}")
         return code
 
+    def _refuse_cross_site(self, request: HttpRequest) -> None:
+        """Changes come as JSON (which another site's page cannot send without a preflight) from the studio's page
+        (its token)."""
+        if request.headers.get("content-type", "").partition(";")[0].strip().lower() != _JSON:
+            raise _refused("415 Unsupported Media Type", "send changes as JSON (Content-Type: application/json)")
+        try:
+            self._guard.check_write(request.headers, via_proxy=request.via_proxy)
+        except Forbidden as refusal:
+            raise _refused("403 Forbidden", str(refusal)) from None
+
     def _lock(self) -> asyncio.Lock:
         if self._writing is None:
             self._writing = asyncio.Lock()
         return self._writing
-
-
-def _refuse_cross_site(request: HttpRequest) -> None:
-    """Changes come as JSON (which another site's page cannot send without a preflight) from this host's pages."""
-    if request.headers.get("content-type", "").partition(";")[0].strip().lower() != _JSON:
-        raise _refused("415 Unsupported Media Type", "send changes as JSON (Content-Type: application/json)")
-    origin = request.headers.get("origin")
-    if origin is not None and urlsplit(origin).netloc.lower() != request.headers.get("host", "").lower():
-        raise _refused("403 Forbidden", f"a change from another site ({origin}) is refused")
 
 
 def _refused(status: str, message: str) -> Refused:

@@ -9,6 +9,9 @@ const MODEL_TYPES = { base: "Base: clones voices", voice_design: "VoiceDesign: d
   custom_voice: "CustomVoice: built-in speakers" };
 let studio = null; // what GET api/voices said last
 let recorded = null; // a recording, as a WAV Blob
+// The install's token (server.py puts it in the page): changes and previews carry it, which another site's page
+// cannot do (it cannot read this page).
+const TOKEN = document.querySelector("meta[name=studio-token]")?.content || "";
 
 function say(text, problem = false) {
   const message = $("message");
@@ -18,7 +21,7 @@ function say(text, problem = false) {
 
 async function call(path, body) {
   const options = body === undefined ? {} : {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+    method: "POST", headers: { "Content-Type": "application/json", "X-Studio-Token": TOKEN }, body: JSON.stringify(body),
   };
   const response = await fetch(path, options);
   const text = await response.text();
@@ -82,7 +85,8 @@ function render() {
 function preview(name, language) {
   const player = $("player");
   player.dataset.state = "loading";
-  player.src = `api/preview?voice=${encodeURIComponent(name)}&language=${encodeURIComponent(language || "")}`;
+  player.src = `api/preview?voice=${encodeURIComponent(name)}&language=${encodeURIComponent(language || "")}`
+    + `&token=${encodeURIComponent(TOKEN)}`;
   say(`Playing ${name}…`);
   player.play().catch((error) => say(`The preview could not start (${error.message}); press play.`, true));
 }
