@@ -9,12 +9,12 @@ import urllib.error
 import urllib.request
 
 import pytest
-from test_studio import clone, state
 
 from wyoming_chorus.studio.guard import Forbidden, Guard, hostname
 
 from ingress_proxy import PREFIX, IngressProxy
 from studio_helpers import Studio, base_model, call, clip_bytes, start_studio
+from test_studio import clone, state
 from test_voices import TINY
 
 

@@ -326,12 +326,18 @@ def _refused(status: str, message: str) -> Refused:
 
 
 async def _fields(request: HttpRequest, limit: int) -> dict:
+    """The request's fields: a JSON object of strings, true/false and nulls (nothing nested)."""
     try:
         fields = json.loads(await request.body(limit))
+    except RecursionError:  # json's parser stops at the interpreter's depth limit: a body nested thousands deep
+        raise StudioError("400 Bad Request", "the request is nested too deep: send a flat JSON object") from None
     except ValueError:
         raise StudioError("400 Bad Request", "the request is not JSON") from None
     if not isinstance(fields, dict):
         raise StudioError("400 Bad Request", "the request is not a JSON object")
+    nested = next((key for key, value in fields.items() if not isinstance(value, str | bool | None)), None)
+    if nested is not None:
+        raise StudioError("400 Bad Request", f"{nested} must be a string, true or false")
     return fields
 
 
