@@ -88,6 +88,11 @@ class StudioError(Exception):
 class StudioServer(HttpServer):
     """The studio for `engine` (its `voices` and `model`), whose Handles live on `serving_loop`."""
 
+    # Behind Home Assistant's ingress every user's requests come from one address (the proxy's): a peer may hold as
+    # many connections as a browser opens at once, and more close its oldest idle ones (metrics_http).
+    max_connections = 32
+    max_per_peer = 16
+
     def __init__(self, engine: SpeechEngine, voices: Voices, model: ModelDir, serving_loop: asyncio.AbstractEventLoop,
                  listener: socket.socket, settings: StudioSettings, voice_file: StudioVoiceFile):
         super().__init__(listener, "voice studio")
