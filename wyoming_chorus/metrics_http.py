@@ -21,8 +21,7 @@ only. What aiohttp lacks is added here:
   LINGER_SECONDS.
 - quiet: a malformed request or a client gone mid-exchange is the client's doing: aiohttp's protocol log is kept at
   DEBUG, in one line. A route's own bug is a 500 with one logged traceback.
-Bodies are read by the route, bounded (`HttpRequest.body`) or streamed to a file (`HttpRequest.save`), never whole
-before the route has looked at the headers.
+Bodies are read by the route, within a bound it sets (`HttpRequest.pieces`, `body`, `multipart`), never before.
 
 Off its loop is not yet off the engine's time: rendering every metric holds the interpreter lock, and a flood of
 scrapes would still slow every room. So renders are spaced to take at most RENDER_SHARE of the wall time.
@@ -37,10 +36,9 @@ import threading
 import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from aiohttp import web
+from aiohttp import MultipartReader, web
 from aiohttp.web_protocol import RequestHandler
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
@@ -114,14 +112,9 @@ class HttpRequest:
         """The body, in memory: refused once over `limit` bytes."""
         return b"".join([piece async for piece in self.pieces(limit)])
 
-    async def save(self, limit: int, path: Path) -> int:
-        """The body streamed into the file `path` (made or replaced) as it arrives; its size."""
-        size = 0
-        with path.open("wb") as out:
-            async for piece in self.pieces(limit):
-                out.write(piece)
-                size += len(piece)
-        return size
+    async def multipart(self) -> MultipartReader:
+        """A multipart/form-data body's parts, read as the route asks for them (the route bounds what it reads)."""
+        return await self._raw.multipart()
 
 
 class _ProtocolLog(logging.LoggerAdapter):

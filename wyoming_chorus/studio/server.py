@@ -27,8 +27,6 @@ before the entry that names it: a refused change leaves the voices file as it wa
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
 import dataclasses
 import html
@@ -48,6 +46,7 @@ from wyoming_chorus.frontend.voices import VoiceInfo, Voices, language_codes
 from wyoming_chorus.metrics_http import Answer, HttpRequest, HttpServer, Refused
 from wyoming_chorus.modeldir.manifest import ModelDir
 from wyoming_chorus.studio.atomic import atomic_write
+from wyoming_chorus.studio.bodies import StudioError, clone_fields, json_fields, text_field
 from wyoming_chorus.studio.clips import (
     MAX_SECONDS,
     MAX_TRANSCRIPT,
@@ -75,14 +74,6 @@ _STATIC = {"studio.js": "text/javascript; charset=utf-8", "studio.css": "text/cs
 _HEADERS = (("Content-Security-Policy", "default-src 'self'; media-src 'self' blob:; img-src 'self' data:; "
                                         "object-src 'none'; base-uri 'self'; frame-ancestors 'self'"),
             ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"), ("Cache-Control", "no-store"))
-
-
-class StudioError(Exception):
-    """A change or a request that cannot be made, and why, as the page shows it."""
-
-    def __init__(self, status: str, message: str):
-        super().__init__(message)
-        self.status = status
 
 
 class StudioServer(HttpServer):
@@ -138,7 +129,7 @@ class StudioServer(HttpServer):
                 if path == "/api/preview":
                     return await self._preview(request)
             elif request.method == "POST" and path in self._changes:
-                self._refuse_cross_site(request)
+                self._refuse_cross_site(request, path)
                 return _json("200 OK", await self._changes[path](request))
         except StudioError as error:
             return _json(error.status, {"error": str(error)})
@@ -197,22 +188,16 @@ class StudioServer(HttpServer):
                                            ") cannot clone voices: cloning needs a Base model (engine.model: "
                                            "0.6b-base or 1.7b-base)")
         request.allow(UPLOAD_SECONDS)
-        fields = await _fields(request, self._max_upload * 4 // 3 + JSON_LIMIT)  # base64 is 4/3 of the clip
-        name, language = self._new_name(fields), self._language(fields)
+        fields, clip = await clone_fields(request, self._max_upload, self._file.clips)
         try:
-            clip = base64.b64decode(_text(fields, "clip") or "", validate=True)
-        except (binascii.Error, ValueError):
-            raise StudioError("400 Bad Request", "the clip is not base64") from None
-        if not clip:
-            raise StudioError("422 Unprocessable Content", "choose a clip (a WAV, FLAC, MP3 or OGG file) or record one")
-        if len(clip) > self._max_upload:
-            raise StudioError("413 Content Too Large", f"the clip is {len(clip) / 2**20:.1f} MB; at most "
-                                                       f"{self._max_upload / 2**20:g} MB (studio.max_upload_mb)")
-        try:
-            prepared = await asyncio.to_thread(prepare_clip, clip, _text(fields, "text"),
+            name, language = self._new_name(fields), self._language(fields)
+            prepared = await asyncio.to_thread(prepare_clip, clip, text_field(fields, "text"),
                                                fields.get("voice_only") is True, self._clip_rate)
         except ClipProblem as problem:
             raise StudioError("422 Unprocessable Content", str(problem)) from None
+        finally:
+            if isinstance(clip, Path):
+                clip.unlink(missing_ok=True)
         async with self._lock():
             current = self._studio_voices()
             path = self._file.new_clip(name)
@@ -233,9 +218,9 @@ class StudioServer(HttpServer):
             raise _refused("409 Conflict", f"this model ({self._model.manifest.name}, {self._model.manifest.model_type}"
                                            ") cannot design voices: that needs a VoiceDesign model (engine.model: "
                                            "1.7b-design)")
-        fields = await _fields(request, JSON_LIMIT)
+        fields = await json_fields(request, JSON_LIMIT)
         name, language = self._new_name(fields), self._language(fields)
-        instruct = " ".join((_text(fields, "instruct") or "").split())
+        instruct = " ".join((text_field(fields, "instruct") or "").split())
         if not instruct:
             raise StudioError("422 Unprocessable Content", "describe the voice (for example: a calm, deep male voice "
                                                            "with a British accent, speaking slowly)")
@@ -247,13 +232,13 @@ class StudioServer(HttpServer):
         return {"name": name, "message": f"voice {name!r} designed"}
 
     async def _default(self, request: HttpRequest) -> dict:
-        name = self._voice(_text(await _fields(request, JSON_LIMIT), "name") or "").name
+        name = self._voice(text_field(await json_fields(request, JSON_LIMIT), "name") or "").name
         async with self._lock():
             self._save(dataclasses.replace(self._studio_voices(), default=name), name)
         return {"name": name, "message": f"{name!r} is the default voice"}
 
     async def _delete(self, request: HttpRequest) -> dict:
-        name = self._voice(_text(await _fields(request, JSON_LIMIT), "name") or "").name
+        name = self._voice(text_field(await json_fields(request, JSON_LIMIT), "name") or "").name
         async with self._lock():
             current = self._studio_voices()
             if name.casefold() not in entry_names(current):
@@ -291,7 +276,7 @@ class StudioServer(HttpServer):
         return voice
 
     def _new_name(self, fields: dict) -> str:
-        name = " ".join((_text(fields, "name") or "").split())
+        name = " ".join((text_field(fields, "name") or "").split())
         if not _NAME.fullmatch(name):
             raise StudioError("422 Unprocessable Content", "name the voice: 1 to 40 letters, digits, spaces, dots, "
                                                            "dashes or apostrophes, starting with a letter or digit")
@@ -300,7 +285,7 @@ class StudioServer(HttpServer):
         return name
 
     def _language(self, fields: dict) -> str | None:
-        code = _text(fields, "language")
+        code = text_field(fields, "language")
         if code in (None, "auto"):
             return None
         spoken = language_codes(self._model.manifest.languages)
@@ -309,10 +294,11 @@ class StudioServer(HttpServer):
                                                            f"{', '.join(spoken)}")
         return code
 
-    def _refuse_cross_site(self, request: HttpRequest) -> None:
-        """Changes come as JSON (which another site's page cannot send without a preflight) from the studio's page
-        (its token)."""
-        if request.headers.get("content-type", "").partition(";")[0].strip().lower() != _JSON:
+    def _refuse_cross_site(self, request: HttpRequest, path: str) -> None:
+        """Changes come from the studio's page (its token, in a header: another site's page can neither read it nor
+        send a header without a preflight this server never approves), as JSON (a clone also as a form)."""
+        kind = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+        if kind != _JSON and not (path == "/api/clone" and kind == "multipart/form-data"):
             raise _refused("415 Unsupported Media Type", "send changes as JSON (Content-Type: application/json)")
         try:
             self._guard.check_write(request.headers, via_proxy=request.via_proxy)
@@ -328,29 +314,6 @@ class StudioServer(HttpServer):
 def _refused(status: str, message: str) -> Refused:
     """Refused before the body is read (the server takes in the rest before it closes)."""
     return Refused(status, json.dumps({"error": message}).encode(), _JSON)
-
-
-async def _fields(request: HttpRequest, limit: int) -> dict:
-    """The request's fields: a JSON object of strings, true/false and nulls (nothing nested)."""
-    try:
-        fields = json.loads(await request.body(limit))
-    except RecursionError:  # json's parser stops at the interpreter's depth limit: a body nested thousands deep
-        raise StudioError("400 Bad Request", "the request is nested too deep: send a flat JSON object") from None
-    except ValueError:
-        raise StudioError("400 Bad Request", "the request is not JSON") from None
-    if not isinstance(fields, dict):
-        raise StudioError("400 Bad Request", "the request is not a JSON object")
-    nested = next((key for key, value in fields.items() if not isinstance(value, str | bool | None)), None)
-    if nested is not None:
-        raise StudioError("400 Bad Request", f"{nested} must be a string, true or false")
-    return fields
-
-
-def _text(fields: dict, key: str) -> str | None:
-    value = fields.get(key)
-    if value is not None and not isinstance(value, str):
-        raise StudioError("400 Bad Request", f"{key} must be a string")
-    return value
 
 
 def _json(status: str, data: Any) -> Answer:

@@ -20,8 +20,11 @@ function say(text, problem = false) {
 }
 
 async function call(path, body) {
+  // A form (a clip upload) goes as it is, its file streamed; anything else as JSON.
+  const form = body instanceof FormData;
   const options = body === undefined ? {} : {
-    method: "POST", headers: { "Content-Type": "application/json", "X-Studio-Token": TOKEN }, body: JSON.stringify(body),
+    method: "POST", body: form ? body : JSON.stringify(body),
+    headers: form ? { "X-Studio-Token": TOKEN } : { "Content-Type": "application/json", "X-Studio-Token": TOKEN },
   };
   const response = await fetch(path, options);
   const text = await response.text();
@@ -107,15 +110,6 @@ async function change(path, body, button) {
   }
 }
 
-function base64Of(blob) {
-  return new Promise((resolve, reject) => {
-    const reader = new FileReader();
-    reader.onload = () => resolve(reader.result.slice(reader.result.indexOf(",") + 1));
-    reader.onerror = () => reject(reader.error);
-    reader.readAsDataURL(blob);
-  });
-}
-
 async function makeClone(event) {
   event.preventDefault();
   const clip = recorded || $("clone-file").files[0];
@@ -125,10 +119,13 @@ async function makeClone(event) {
       + `${(studio.limits.max_upload_bytes / 2 ** 20).toFixed(0)} MB.`, true);
   }
   say("Checking the clip…");
-  const made = await change("api/clone", {
-    name: $("clone-name").value, text: $("clone-text").value, voice_only: $("clone-voice-only").checked,
-    language: $("clone-language").value, clip: await base64Of(clip),
-  }, event.submitter);
+  const form = new FormData();
+  form.append("name", $("clone-name").value);
+  form.append("text", $("clone-text").value);
+  form.append("voice_only", $("clone-voice-only").checked ? "true" : "false");
+  form.append("language", $("clone-language").value);
+  form.append("clip", clip, clip.name || "recording.wav");
+  const made = await change("api/clone", form, event.submitter);
   if (made) preview(made.name, $("clone-language").value === "auto" ? "" : $("clone-language").value);
 }
 
