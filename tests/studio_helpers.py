@@ -108,3 +108,12 @@ def clip_bytes(seconds: float = 4.0, rate: int = 24000, channels: int = 1, file_
     out = io.BytesIO()
     soundfile.write(out, samples.astype(np.float32), rate, format=file_format)
     return out.getvalue()
+
+
+def stale_studio_file(voices_file: Path, stale: str = "ryan") -> None:
+    """A studio voices file as another model left it: one cloned voice ("Kept", its clip beside it), and a default
+    (`stale`: a CustomVoice model's speaker) that the Base model has no voice for."""
+    clips = voices_file.parent / "clips"
+    clips.mkdir(parents=True, exist_ok=True)
+    (clips / "kept-0123abcd.wav").write_bytes(clip_bytes())
+    voices_file.write_text(f"voices:\n  default: {stale}\n  clone:\n    Kept:\n      wav: clips/kept-0123abcd.wav\n")

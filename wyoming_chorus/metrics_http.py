@@ -1,36 +1,33 @@
 """The metrics HTTP server: GET /metrics (Prometheus text format) and GET /health (200 "ok" while the engine is alive,
-else 503), on an event loop of its own in one thread of its own; and `HttpServer`, that machinery without the
-routes, which the voice studio (wyoming_chorus/studio) serves its page with on a listener of its own.
+else 503), on an event loop in a thread of its own; and `HttpServer`, that machinery without the routes, on which the
+voice studio (wyoming_chorus/studio) serves its page on a listener of its own. Off the serving loop: scrapes on it
+slowed replies by 20-45% under a flood, and a probe must not wait for a busy serving loop.
 
-Off the serving loop: scrapes on the serving loop slowed replies by 20-45% under a /metrics flood (~1,200/s), and a
-probe must not wait for a busy serving loop (/health reports the engine, whose thread is what can die).
-
-Why aiohttp: HTTP itself (request lines, headers, chunked bodies, lingering before a close) is not this project's
-business, and the hand-written server on asyncio streams before it logged tracebacks on client resets and read
-uploads into memory. aiohttp is Home Assistant's own HTTP library (its web server and its ingress proxy): well kept,
-and its C parser takes bodies in large pieces, holding the interpreter lock (which the engine needs) briefly.
-prometheus_client's server and http.server start a thread per connection without bound and time out per recv()
-only. What aiohttp lacks is added here:
-- connections: at most MAX_CONNECTIONS in all and MAX_PER_PEER from one address. At a limit the oldest idle one (no
-  request in progress: a request begun and never finished counts as idle) is closed to make room, as the balancers
-  do: a leaking client costs itself idle sockets, while an upload in progress, or Home Assistant's ingress proxy
-  (one address for every user), is never cut for newcomers. If none is idle the newcomer is closed.
-- deadlines: the request line and headers within REQUEST_DEADLINE of the connection (aiohttp's keep-alive timer,
-  which runs from the connection's start), the whole exchange within REQUEST_DEADLINE after that unless a route
-  allows it more (`HttpRequest.allow`: an upload, a preview being spoken), the unread rest of a refused body within
-  LINGER_SECONDS.
+Why aiohttp: HTTP itself (request lines, headers, chunked bodies) is not this project's business, and the server
+hand-written on asyncio streams before logged tracebacks on client resets and read uploads into memory. aiohttp is
+Home Assistant's own HTTP library (its web server, its ingress proxy), well kept, with a C parser. (prometheus_client's
+server and http.server start a thread per connection without bound and time out per recv() only.) Added here:
+- connections: at most MAX_CONNECTIONS, MAX_PER_PEER from one address. At a limit the oldest idle one (no request in
+  progress; one begun and never finished is idle) makes room, as the balancers do: a leaking client costs itself
+  idle sockets, and an upload in progress, or Home Assistant's ingress proxy (one address for every user), is never
+  cut for newcomers. If none is idle the newcomer is closed.
+- deadlines: the request line and headers within REQUEST_DEADLINE of the connection (aiohttp's keep-alive timer runs
+  from its start), the exchange within REQUEST_DEADLINE after, unless a route allows more (`HttpRequest.allow`).
+- bodies: read by the route within a bound it sets (`HttpRequest.pieces`, `body`, `multipart`), never before, at
+  most READ_RATE (a LAN's pace: an upload over loopback would otherwise take a core and the interpreter lock from the
+  rooms' replies); of a refused body at most LINGER_BYTES within LINGER_SECONDS are taken in before the close, so
+  that the client reads the refusal rather than a reset, without reading a flood whole.
 - quiet: a malformed request or a client gone mid-exchange is the client's doing: aiohttp's protocol log is kept at
-  DEBUG, in one line. A route's own bug is a 500 with one logged traceback.
-Bodies are read by the route, within a bound it sets (`HttpRequest.pieces`, `body`, `multipart`), never before.
-
-Off its loop is not yet off the engine's time: rendering every metric holds the interpreter lock, and a flood of
-scrapes would still slow every room. So renders are spaced to take at most RENDER_SHARE of the wall time.
+  DEBUG, one line. A route's own bug is a 500 with one logged traceback.
+Rendering every metric holds the interpreter lock the engine needs: renders are spaced to take at most RENDER_SHARE
+of the wall time, so a flood of scrapes waits its turn instead of slowing every room.
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import os
 import socket
 import threading
 import time
@@ -51,7 +48,8 @@ MAX_LINE = 8 * 1024  # bytes in the request line or one header line (a scrape's 
 MAX_HEADERS = 64 * 1024  # bytes in all header lines together
 MAX_CONNECTIONS = 16  # open at once; one more closes the oldest idle one
 MAX_PER_PEER = 8  # from one address
-LINGER_SECONDS = 2.0  # for the rest of a refused body to arrive, so that the client reads the refusal
+LINGER_SECONDS, LINGER_BYTES = 2.0, 1 << 20  # of a refused body's rest, taken in before the close
+READ_RATE = 16 << 20  # bytes a second read from a body (100 Mbit/s Ethernet is 12 MB/s)
 STOP_SECONDS = 2.0  # for exchanges in progress to end when the server stops (a change being written)
 CHUNK = 64 * 1024  # bytes read at a time from a body
 RENDER_SHARE = 0.05  # most of the wall time spent rendering /metrics (a render of this registry takes ~1 ms)
@@ -80,14 +78,10 @@ class HttpRequest:
     still unread."""
 
     def __init__(self, raw: web.BaseRequest, deadline: asyncio.Timeout):
-        self.method = raw.method
-        self.path = raw.path
-        self.query = raw.query_string
-        self.headers = raw.headers
-        self.peer = raw.remote
-        self.via_proxy = False  # set by a server that trusts a proxy in front of it
-        self._raw = raw
-        self._deadline = deadline
+        self.method, self.path, self.query, self.headers = raw.method, raw.path, raw.query_string, raw.headers
+        self.peer, self.via_proxy = raw.remote, False  # via_proxy: set by a server that trusts a proxy in front
+        self._raw, self._deadline = raw, deadline
+        self._read, self._reading_since = 0, asyncio.get_running_loop().time()
 
     def allow(self, seconds: float) -> None:
         """The exchange may go on until `seconds` from now (instead of REQUEST_DEADLINE from its start)."""
@@ -106,7 +100,13 @@ class HttpRequest:
             total += len(piece)
             if total > limit:
                 raise Refused("413 Content Too Large", f"the body is over the limit of {limit} bytes\n".encode())
+            await self.paced(len(piece))
             yield piece
+
+    async def paced(self, size: int) -> None:
+        """Counts `size` bytes read from the body; waits while reading is ahead of READ_RATE."""
+        self._read += size
+        await asyncio.sleep(self._read / READ_RATE - (asyncio.get_running_loop().time() - self._reading_since))
 
     async def body(self, limit: int) -> bytes:
         """The body, in memory: refused once over `limit` bytes."""
@@ -118,8 +118,7 @@ class HttpRequest:
 
 
 class _ProtocolLog(logging.LoggerAdapter):
-    """aiohttp's protocol log: a malformed request, a client gone mid-exchange. The client's doing, not ours: one line
-    at DEBUG."""
+    """aiohttp's protocol log (a malformed request, a client gone): the client's doing, one line at DEBUG."""
 
     def exception(self, msg: Any, *args: Any, exc_info: Any = True, **kwargs: Any) -> None:
         self.debug(f"{msg}: %s", *args, exc_info if isinstance(exc_info, BaseException) else "", **kwargs)
@@ -154,11 +153,10 @@ class HttpServer:
 
     max_connections = MAX_CONNECTIONS
     max_per_peer = MAX_PER_PEER
+    nice = 0  # added to the thread's scheduling niceness: more yields the CPU to the engine's threads first
 
     def __init__(self, listener: socket.socket, name: str, path: str = "/"):
-        self._listener = listener
-        self._name = name
-        self._path = path
+        self._listener, self._name, self._path = listener, name, path
         self._thread = threading.Thread(target=self._main, name=f"{name}-http")
         self._started = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -167,8 +165,7 @@ class HttpServer:
 
     @property
     def port(self) -> int:
-        """The bound port (the configured one, or the one the OS picked for port 0)."""
-        return self._listener.getsockname()[1]
+        return self._listener.getsockname()[1]  # the configured one, or the one the OS picked for port 0
 
     def start(self) -> None:
         self._thread.start()
@@ -190,6 +187,8 @@ class HttpServer:
         raise NotImplementedError
 
     def _main(self) -> None:
+        with contextlib.suppress(OSError):  # Linux schedules threads on their own
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, 0) + self.nice)
         asyncio.run(self._run())
 
     async def _run(self) -> None:
@@ -197,7 +196,7 @@ class HttpServer:
             self._connections = _Connections(
                 self._handle, self.max_connections, self.max_per_peer, max_line_size=MAX_LINE,
                 max_field_size=MAX_LINE, max_headers=128, keepalive_timeout=REQUEST_DEADLINE,
-                lingering_time=LINGER_SECONDS, access_log=None, logger=_ProtocolLog(_LOG, {}))
+                lingering_time=0, access_log=None, logger=_ProtocolLog(_LOG, {}))
             runner = web.ServerRunner(self._connections, handle_signals=False, shutdown_timeout=STOP_SECONDS)
             await runner.setup()
             await web.SockSite(runner, self._listener).start()
@@ -215,7 +214,12 @@ class HttpServer:
         busy.add(raw.protocol)
         try:
             async with asyncio.timeout(REQUEST_DEADLINE) as deadline:
-                return await _send(raw, await self._answer(raw, deadline))
+                response = await _send(raw, await self._answer(raw, deadline))
+            async with asyncio.timeout(LINGER_SECONDS):
+                left = LINGER_BYTES  # of a body the route did not read (refused): then aiohttp closes
+                while left > 0 and not raw.content.is_eof() and (piece := await raw.content.readany()):
+                    left -= len(piece)
+            return response
         except (TimeoutError, ConnectionError):  # too slow, or gone: nothing left to say
             if raw.transport is not None:
                 raw.transport.abort()
@@ -244,8 +248,7 @@ class MetricsServer(HttpServer):
 
     def __init__(self, metrics: Metrics, alive: Callable[[], bool], listener: socket.socket):
         super().__init__(listener, "metrics", "/metrics")
-        self._metrics = metrics
-        self._alive = alive
+        self._metrics, self._alive = metrics, alive
         self._render_turn = asyncio.Lock()  # renders one at a time, spaced by RENDER_SHARE (binds to its loop on use)
         self._next_render = 0.0
 
@@ -275,9 +278,7 @@ async def _send(raw: web.BaseRequest, answer: Answer) -> web.StreamResponse:
     code, _, reason = answer.status.partition(" ")
     response = web.StreamResponse(status=int(code), reason=reason,
                                   headers={"Content-Type": answer.content_type, **dict(answer.headers)})
-    # Every exchange closes its connection (nothing here gains from keep-alive). A refusal may leave a body unread:
-    # aiohttp takes it in for LINGER_SECONDS first, so that the client reads the answer rather than a reset.
-    response.force_close()
+    response.force_close()  # every exchange closes its connection: nothing here gains from keep-alive
     if isinstance(answer.body, bytes):
         response.content_length = len(answer.body)
         await response.prepare(raw)
@@ -296,5 +297,4 @@ async def _send(raw: web.BaseRequest, answer: Answer) -> web.StreamResponse:
 
 
 def _peer(transport: asyncio.BaseTransport) -> str | None:
-    peer = transport.get_extra_info("peername")
-    return peer[0] if isinstance(peer, tuple) else None
+    return peer[0] if isinstance(peer := transport.get_extra_info("peername"), tuple) else None

@@ -88,7 +88,7 @@ async def read_form(request: HttpRequest, clip_limit: int, folder: Path) -> tupl
             if part.name == "clip" and clip is None:
                 folder.mkdir(parents=True, exist_ok=True)
                 clip = folder / f"{UPLOAD_PREFIX}{secrets.token_hex(8)}.tmp"
-                await _save(part, clip, clip_limit)
+                await _save(request, part, clip, clip_limit)
             elif part.name in FIELDS and part.name not in fields:
                 fields[part.name] = await _text(part)
             else:
@@ -107,7 +107,7 @@ async def read_form(request: HttpRequest, clip_limit: int, folder: Path) -> tupl
     return fields, clip
 
 
-async def _save(part: BodyPartReader, path: Path, limit: int) -> None:
+async def _save(request: HttpRequest, part: BodyPartReader, path: Path, limit: int) -> None:
     size = 0
     with path.open("wb") as out:
         while piece := await part.read_chunk(CHUNK):
@@ -116,6 +116,7 @@ async def _save(part: BodyPartReader, path: Path, limit: int) -> None:
                 raise StudioError("413 Content Too Large", f"the clip is over {limit / 2**20:g} MB "
                                                            "(studio.max_upload_mb)")
             out.write(piece)
+            await request.paced(len(piece))
 
 
 async def _text(part: BodyPartReader) -> str:

@@ -71,6 +71,16 @@ function render() {
     return row;
   });
   $("voices").tBodies[0].replaceChildren(...rows);
+  // A default saved for another model (the model was switched): the server speaks with the first voice instead.
+  const stale = studio.stale_default;
+  const first = studio.voices[0];
+  $("stale-default").hidden = !stale || !first;
+  if (stale && first) {
+    $("stale-text").textContent = `The saved default voice “${stale}” is not a voice of this model, so rooms that `
+      + `name no voice hear ${first.name}. `;
+    $("stale-fix").textContent = `Make ${first.name} the default`;
+    $("stale-fix").onclick = () => change("api/default", { name: first.name }, $("stale-fix"));
+  }
   $("clone-section").hidden = !model.clone;
   $("design-section").hidden = !model.design;
   const none = $("no-making");
