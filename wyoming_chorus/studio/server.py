@@ -1,41 +1,32 @@
-"""The studio's page and API, on a listener of its own (studio.address, studio.port) served by metrics_http's
-HttpServer on a thread of its own.
+"""The studio's page and API, on a listener of its own (studio.address, studio.port), served by metrics_http's
+HttpServer on a thread of its own: the studio changes voices, so it listens only where it is meant to be reached
+(loopback by default; the add-on's container for Home Assistant's ingress), while /metrics is often open to the LAN.
 
-Why its own listener rather than /studio/ beside /metrics: the studio changes voices, so it must listen only where
-it is meant to be reached (loopback by default; the container's address for Home Assistant's ingress proxy), while
-the metrics port is often open to the network for Prometheus; its limits (uploads, previews that take seconds) are
-not a probe's; and Home Assistant's ingress maps an add-on's ingress port to the panel's root, where this page is.
-
-Every URL the page uses is relative, so it works under any prefix: Home Assistant's ingress serves it at
-/api/hassio_ingress/TOKEN/ and strips that prefix before it reaches us (it says which in X-Ingress-Path, which the
-page's <base> is set from). Nothing is loaded from anywhere else.
-
-  GET  /                     the page; /studio.js and /studio.css beside it
-  GET  /api/voices           the model, the voices and the limits (JSON)
-  GET  /api/preview?voice=NAME&language=CODE
+  GET  /                     the page (page.py); /studio.js and /studio.css beside it
+  GET  /api/voices           the model, the voices, the limits and a stale default (JSON; listing.py)
+  GET  /api/preview?voice=NAME&language=CODE&token=TOKEN
                              the voice reading the language's preview sentence: WAV, streamed as it is made
-  POST /api/clone            {name, clip (base64 of the file), text, voice_only, language}: a cloned voice
+  POST /api/clone            a form {name, clip (the file), text, voice_only, language}, or the same as JSON with the
+                             clip in base64: a cloned voice (bodies.py)
   POST /api/design           {name, instruct, language}: a designed voice (VoiceDesign models)
   POST /api/default          {name}: the default voice
   POST /api/delete           {name}: a voice the studio made
 
-Changes are JSON POSTs: a page of another site cannot send one without the browser asking first (a preflight this
-server never approves), and one whose Origin is not this host is refused. Changes are made one at a time, checked
-against the voices they would make (frontend/voices.Voices.check_studio) and written whole and atomically, the clip
-before the entry that names it: a refused change leaves the voices file as it was.
+Who may ask is guard.py's: a Host that names the studio, and for changes and previews the page's token. Changes are
+made one at a time, checked against the voices they would make (frontend/voices.Voices.check_studio) and written
+whole and atomically, the clip before the entry that names it (voice_file.py): a refused change leaves the voices
+file as it was.
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import dataclasses
-import html
 import json
 import logging
 import re
 import socket
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -47,15 +38,10 @@ from wyoming_chorus.metrics_http import Answer, HttpRequest, HttpServer, Refused
 from wyoming_chorus.modeldir.manifest import ModelDir
 from wyoming_chorus.studio.atomic import atomic_write
 from wyoming_chorus.studio.bodies import StudioError, clone_fields, json_fields, text_field
-from wyoming_chorus.studio.clips import (
-    MAX_SECONDS,
-    MAX_TRANSCRIPT,
-    MIN_RATE,
-    MIN_SECONDS,
-    ClipProblem,
-    prepare_clip,
-)
+from wyoming_chorus.studio.clips import MAX_SECONDS, MAX_TRANSCRIPT, MIN_RATE, MIN_SECONDS, ClipProblem, prepare_clip
 from wyoming_chorus.studio.guard import Forbidden, Guard, install_token, own_names
+from wyoming_chorus.studio.listing import preview_language, stale_default, voice_entry
+from wyoming_chorus.studio.page import HEADERS, Page
 from wyoming_chorus.studio.preview import sentence, speak, wav_stream_header
 from wyoming_chorus.studio.voice_file import StudioVoiceFile, entry_names, with_clone, with_design, without
 from wyoming_chorus.wyoming.speech_engine import SpeechEngine
@@ -67,33 +53,21 @@ PREVIEW_SECONDS = 120.0  # for a preview (a few seconds of speech) to be made an
 JSON_LIMIT = 64 * 1024  # bytes of a change without a clip
 MAX_INSTRUCT = 500  # characters of a voice description
 _NAME = re.compile(r"[^\W_][\w .'-]{0,39}")  # letters of any script, digits, spaces and a few marks
-_INGRESS_PATH = re.compile(r"/[A-Za-z0-9._~/-]*")
 _JSON = "application/json"
-_STATIC = {"studio.js": "text/javascript; charset=utf-8", "studio.css": "text/css; charset=utf-8"}
-# The page loads only what this server serves; Home Assistant shows it in a frame of its own origin.
-_HEADERS = (("Content-Security-Policy", "default-src 'self'; media-src 'self' blob:; img-src 'self' data:; "
-                                        "object-src 'none'; base-uri 'self'; frame-ancestors 'self'"),
-            ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"), ("Cache-Control", "no-store"))
 
 
 class StudioServer(HttpServer):
     """The studio for `engine` (its `voices` and `model`), whose Handles live on `serving_loop`."""
 
     # Behind Home Assistant's ingress every user's requests come from one address (the proxy's): a peer may hold as
-    # many connections as a browser opens at once, and more close its oldest idle ones (metrics_http).
-    max_connections = 32
-    max_per_peer = 16
-    # An upload read at full speed takes a core's worth of work; the rooms' replies come first (nice 10 has a tenth
-    # of nice 0's weight when the CPU is contended).
-    nice = 10
+    # many connections as a browser opens at once, and more close its oldest idle ones (metrics_http). Reading an
+    # upload is work the rooms' replies come before: nice 10 has a tenth of nice 0's weight on a contended CPU.
+    max_connections, max_per_peer, nice = 32, 16, 10
 
     def __init__(self, engine: SpeechEngine, voices: Voices, model: ModelDir, serving_loop: asyncio.AbstractEventLoop,
                  listener: socket.socket, settings: StudioSettings, voice_file: StudioVoiceFile):
         super().__init__(listener, "voice studio")
-        self._engine = engine
-        self._voices = voices
-        self._model = model
-        self._serving_loop = serving_loop
+        self._engine, self._voices, self._model, self._serving_loop = engine, voices, model, serving_loop
         self._file = voice_file
         self._guard = Guard(install_token(voice_file.path.parent), own_names(settings.allowed_hosts),
                             settings.ingress_proxy)
@@ -103,13 +77,11 @@ class StudioServer(HttpServer):
         self._in_context = self._can_clone and model.has("codec_encoder.xml")
         self._can_design = manifest.model_type == "voice_design"
         self._clip_rate = int((manifest.speaker_encoder or {}).get("sample_rate", 24000))
-        static = files(__package__).joinpath("static")
-        self._index = static.joinpath("index.html").read_bytes()
-        self._static = {name: static.joinpath(name).read_bytes() for name in _STATIC}
+        self._page = Page(self._guard.token)
         self._changes: dict[str, Callable[[HttpRequest], Awaitable[dict]]] = {
             "/api/clone": self._clone, "/api/design": self._design, "/api/default": self._default,
             "/api/delete": self._delete}
-        self._writing: asyncio.Lock | None = None  # one change at a time (made on the studio's loop, on first use)
+        self._writing = asyncio.Lock()  # one change at a time (binds to the studio's loop on first use)
         # Before any change: what a server killed halfway through one left (voice_file.py).
         voice_file.sweep_orphans(v.clip.wav for v in voices.current() if v.clip is not None)
 
@@ -119,16 +91,17 @@ class StudioServer(HttpServer):
         except Forbidden as refusal:
             raise _refused("403 Forbidden", str(refusal)) from None
         answer = await self._route(request)
-        return dataclasses.replace(answer, headers=answer.headers + _HEADERS)
+        return dataclasses.replace(answer, headers=answer.headers + HEADERS)
 
     async def _route(self, request: HttpRequest) -> Answer:
         path = request.path
         try:
             if request.method == "GET":
                 if path in ("/", "/index.html"):
-                    return Answer("200 OK", "text/html; charset=utf-8", self._page(request))
-                if path.lstrip("/") in self._static:
-                    return Answer("200 OK", _STATIC[path.lstrip("/")], self._static[path.lstrip("/")])
+                    page = self._page.index(request.headers.get("x-ingress-path", ""))
+                    return Answer("200 OK", "text/html; charset=utf-8", page)
+                if path.lstrip("/") in self._page.assets:
+                    return Answer("200 OK", *self._page.assets[path.lstrip("/")])
                 if path == "/api/voices":
                     return _json("200 OK", self._listing())
                 if path == "/api/preview":
@@ -143,16 +116,6 @@ class StudioServer(HttpServer):
         return _json("404 Not Found", {"error": f"nothing at {path}"})
 
     # ---- reading ---------------------------------------------------------------------------------------------------
-    def _page(self, request: HttpRequest) -> bytes:
-        """index.html, with a <base> at Home Assistant's ingress path when it says one."""
-        page = self._index.replace(b"<!-- token -->", f'<meta name="studio-token" content="{self._guard.token}">'
-                                   .encode())
-        prefix = request.headers.get("x-ingress-path", "")
-        if not _INGRESS_PATH.fullmatch(prefix):
-            return page
-        base = f'<base href="{html.escape(prefix.rstrip("/") + "/")}">'
-        return page.replace(b"<!-- base -->", base.encode())
-
     def _listing(self) -> dict:
         voices = self._voices.current()
         studio = self._studio_voices()
@@ -162,11 +125,8 @@ class StudioServer(HttpServer):
             "model": {"name": manifest.name, "type": manifest.model_type, "random_weights": manifest.random_weights,
                       "languages": list(language_codes(manifest.languages)), "clone": self._can_clone,
                       "in_context": self._in_context, "design": self._can_design},
-            "voices": [{"name": v.name, "kind": _kind(v), "description": v.description, "languages": list(v.languages),
-                        "preview_language": _preview_language(v), "default": i == 0,
-                        "studio": v.name.casefold() in own} for i, v in enumerate(voices)],
-            # The page offers to fix it: rooms that name no voice hear the first voice listed meanwhile.
-            "stale_default": self._stale_default(studio),
+            "voices": [voice_entry(v, i == 0, own) for i, v in enumerate(voices)],
+            "stale_default": stale_default(self._voices, studio),  # the page offers to fix it
             "limits": {"max_upload_bytes": self._max_upload, "min_seconds": MIN_SECONDS, "max_seconds": MAX_SECONDS,
                        "min_rate": MIN_RATE, "max_transcript": MAX_TRANSCRIPT, "max_instruct": MAX_INSTRUCT},
         }
@@ -179,7 +139,7 @@ class StudioServer(HttpServer):
             raise StudioError("403 Forbidden", str(refusal)) from None
         voice = self._voice(query.get("voice", [""])[0])
         language = query.get("language", [""])[0]
-        code = language if language in voice.languages else _preview_language(voice)
+        code = language if language in voice.languages else preview_language(voice)
         request.allow(PREVIEW_SECONDS)
         pcm = speak(self._engine, self._serving_loop, sentence(code), voice.name, code)
         try:
@@ -206,7 +166,7 @@ class StudioServer(HttpServer):
         finally:
             if isinstance(clip, Path):
                 clip.unlink(missing_ok=True)
-        async with self._lock():
+        async with self._writing:
             current = self._studio_voices()
             path = self._file.new_clip(name)
             await asyncio.to_thread(atomic_write, path, prepared.wav)
@@ -235,19 +195,19 @@ class StudioServer(HttpServer):
         if len(instruct) > MAX_INSTRUCT:
             raise StudioError("422 Unprocessable Content", f"the description has {len(instruct)} characters; at most "
                                                            f"{MAX_INSTRUCT}")
-        async with self._lock():
+        async with self._writing:
             self._save(with_design(self._studio_voices(), DesignVoice(name, instruct, language)), name)
         return {"name": name, "message": f"voice {name!r} designed"}
 
     async def _default(self, request: HttpRequest) -> dict:
         name = self._voice(text_field(await json_fields(request, JSON_LIMIT), "name") or "").name
-        async with self._lock():
+        async with self._writing:
             self._save(dataclasses.replace(self._studio_voices(), default=name), name)
         return {"name": name, "message": f"{name!r} is the default voice"}
 
     async def _delete(self, request: HttpRequest) -> dict:
         name = self._voice(text_field(await json_fields(request, JSON_LIMIT), "name") or "").name
-        async with self._lock():
+        async with self._writing:
             current = self._studio_voices()
             if name.casefold() not in entry_names(current):
                 raise StudioError("409 Conflict", f"voice {name!r} was not made here (it comes from the model or the "
@@ -264,7 +224,7 @@ class StudioServer(HttpServer):
         try:
             voices = self._voices.check_studio(studio)
         except ConfigError as error:
-            if studio.default is None or self._stale_default(studio) is None:
+            if studio.default is None or stale_default(self._voices, studio) is None:
                 raise StudioError("422 Unprocessable Content", str(error)) from None
             try:  # a default saved for another model: the engine falls back (frontend/voices.py), the page says so
                 voices = self._voices.check_studio(dataclasses.replace(studio, default=None))
@@ -281,16 +241,6 @@ class StudioServer(HttpServer):
         except ConfigError as error:  # edited by hand: not overwritten
             raise StudioError("500 Internal Server Error", f"the studio's voices file does not fit ({error}); fix or "
                                                            f"remove {self._file.path}") from None
-
-    def _stale_default(self, studio: VoicesSettings) -> str | None:
-        """The studio's saved default when it names no voice of this model (saved before the model was switched)."""
-        if studio.default is None:
-            return None
-        try:
-            voices = self._voices.check_studio(dataclasses.replace(studio, default=None))
-        except ConfigError:  # the file does not fit for another reason: not a stale default
-            return None
-        return None if any(v.name.casefold() == studio.default.casefold() for v in voices) else studio.default
 
     def _voice(self, name: str) -> VoiceInfo:
         voice = next((v for v in self._voices.current() if v.name.casefold() == name.casefold()), None)
@@ -328,34 +278,13 @@ class StudioServer(HttpServer):
         except Forbidden as refusal:
             raise _refused("403 Forbidden", str(refusal)) from None
 
-    def _lock(self) -> asyncio.Lock:
-        if self._writing is None:
-            self._writing = asyncio.Lock()
-        return self._writing
 
-
-def _refused(status: str, message: str) -> Refused:
-    """Refused before the body is read (the server takes in the rest before it closes)."""
+def _refused(status: str, message: str) -> Refused:  # before the body is read (at most 1 MiB more is taken in)
     return Refused(status, json.dumps({"error": message}).encode(), _JSON)
 
 
 def _json(status: str, data: Any) -> Answer:
     return Answer(status, _JSON, json.dumps(data, ensure_ascii=False).encode())
-
-
-def _kind(voice: VoiceInfo) -> str:
-    if voice.clip is not None:
-        return "clone"
-    if voice.instruct is not None:
-        return "design"
-    return "speaker" if voice.speaker is not None else "model"
-
-
-def _preview_language(voice: VoiceInfo) -> str | None:
-    """The language a voice is previewed in unless the page picks one: its own, else English if it speaks it."""
-    if voice.language is not None:
-        return voice.language
-    return "en" if "en" in voice.languages else next(iter(voice.languages), None)
 
 
 async def _then(first: bytes, rest: AsyncGenerator[bytes, None]) -> AsyncGenerator[bytes, None]:
