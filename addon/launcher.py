@@ -22,6 +22,7 @@ OPTIONS = Path(os.environ.get("CHORUS_ADDON_OPTIONS", "/data/options.json"))
 CONFIG = Path("/tmp/wyoming-chorus.yaml")
 WYOMING_PORT = 10200
 STUDIO_PORT = 9701  # config.yaml: ingress_port
+INGRESS_PROXY = "172.30.32.2"  # the Supervisor's address on the add-on network, where ingress requests come from
 # What the Supervisor's discovery API answers within; after a failure, the wait before the next of ATTEMPTS tries.
 HTTP_TIMEOUT_S, RETRY_WAIT_S, ATTEMPTS = 10.0, 5.0, 5
 
@@ -44,7 +45,9 @@ def server_config(options: dict) -> dict:
         "metrics": {"enabled": True, "address": "0.0.0.0", "port": 9700},
         # The voice studio behind Home Assistant's ingress (config.yaml's ingress_port); its voices stay in
         # /data/studio (engine.data_dir), so they survive updates and are in the add-on's backups.
-        "studio": {"enabled": True, "address": "0.0.0.0", "port": STUDIO_PORT},
+        # Only Home Assistant's ingress proxy (the Supervisor, INGRESS_PROXY) is answered: the page changes voices, and
+        # other containers on the add-on network must not.
+        "studio": {"enabled": True, "address": "0.0.0.0", "port": STUDIO_PORT, "ingress_proxy": INGRESS_PROXY},
     }
 
 

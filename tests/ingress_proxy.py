@@ -15,7 +15,10 @@ _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length"
 class IngressProxy:
     """Started and stopped as a context manager; `url` is the ingress panel's URL (with its trailing slash)."""
 
-    def __init__(self, upstream_port: int):
+    def __init__(self, upstream_port: int, source: str = "127.0.0.1", host: str | None = None):
+        """Forwards to 127.0.0.1:`upstream_port` from the address `source` (Home Assistant's Supervisor is
+        172.30.32.2 on the add-on network); `host`, when given, is the Host passed on (Home Assistant's own, as its
+        frontend is opened), else the browser's."""
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -28,6 +31,8 @@ class IngressProxy:
                 pass
 
         self.upstream_port = upstream_port
+        self.source = source
+        self.host = host
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_port}{PREFIX}/"
@@ -40,7 +45,11 @@ class IngressProxy:
         body = handler.rfile.read(int(handler.headers.get("Content-Length") or 0))
         headers = {name: value for name, value in handler.headers.items() if name.lower() not in _HOP_BY_HOP}
         headers["X-Ingress-Path"] = PREFIX
-        upstream = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=120)
+        if self.host is not None:
+            headers = {name: value for name, value in headers.items() if name.lower() != "host"}
+            headers["Host"] = self.host
+        upstream = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=120,
+                                              source_address=(self.source, 0))
         try:
             upstream.request(handler.command, handler.path[len(PREFIX):], body=body or None, headers=headers)
             answer = upstream.getresponse()

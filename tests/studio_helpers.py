@@ -54,11 +54,24 @@ class Studio:
     def port(self) -> int:
         return self.service.port
 
+    @property
+    def token(self) -> str:
+        """The install's token, which the page carries (studio/guard.py)."""
+        return (self.voices_file.parent / ".studio-token").read_text().strip()
 
-def start_studio(model: Path, scratch: Path, voices: VoicesSettings | None = None, frames: int = 6) -> Studio:
+    def call(self, path: str, data: dict | None = None, headers: dict[str, str] | None = None) -> tuple[int, dict]:
+        """`call` to the studio's `path` as its page calls it: with the token."""
+        return call(self.url + path, data, {"X-Studio-Token": self.token, **(headers or {})})
+
+    def preview_url(self, query: str) -> str:
+        return f"{self.url}api/preview?{query}&token={self.token}"
+
+
+def start_studio(model: Path, scratch: Path, voices: VoicesSettings | None = None, frames: int = 6,
+                 **studio_settings) -> Studio:
     """A server for `model` with the studio on (loopback, a free port, its voices file in `scratch`); replies of the
     random model are cut at `frames` frames (6: 0.5 s) a sentence, with a fixed seed: the same request, the same
-    audio."""
+    audio. `studio_settings`: more of StudioSettings."""
     voices_file = scratch / "studio" / "voices.yaml"
     settings = Settings(
         server=ServerSettings(uri=f"tcp://127.0.0.1:{free_port()}", shutdown_timeout=5.0),
@@ -66,7 +79,8 @@ def start_studio(model: Path, scratch: Path, voices: VoicesSettings | None = Non
         engine=EngineSettings(model=str(model), seed=7, random_model_frames=frames),
         metrics=MetricsSettings(enabled=False),
         voices=voices or VoicesSettings(),
-        studio=StudioSettings(enabled=True, port=0, voices_file=str(voices_file), max_upload_mb=MAX_UPLOAD_MB),
+        studio=StudioSettings(enabled=True, port=0, voices_file=str(voices_file), max_upload_mb=MAX_UPLOAD_MB,
+                              **studio_settings),
     )
     service = ServiceThread(settings)
     service.start()
@@ -94,3 +108,12 @@ def clip_bytes(seconds: float = 4.0, rate: int = 24000, channels: int = 1, file_
     out = io.BytesIO()
     soundfile.write(out, samples.astype(np.float32), rate, format=file_format)
     return out.getvalue()
+
+
+def stale_studio_file(voices_file: Path, stale: str = "ryan") -> None:
+    """A studio voices file as another model left it: one cloned voice ("Kept", its clip beside it), and a default
+    (`stale`: a CustomVoice model's speaker) that the Base model has no voice for."""
+    clips = voices_file.parent / "clips"
+    clips.mkdir(parents=True, exist_ok=True)
+    (clips / "kept-0123abcd.wav").write_bytes(clip_bytes())
+    voices_file.write_text(f"voices:\n  default: {stale}\n  clone:\n    Kept:\n      wav: clips/kept-0123abcd.wav\n")

@@ -239,7 +239,8 @@ def test_data_dir_defaults_to_xdg(monkeypatch, tmp_path):
 
 def test_settings_that_name_no_model_fail_with_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr(builtin, "hub_model", lambda *args: pytest.fail("no hub model is named here"))
-    with pytest.raises(SetupError, match=r"^unknown built-in model 'builtin:huge'; built in: builtin:tiny$"):
+    with pytest.raises(SetupError, match=r"^unknown built-in model 'builtin:huge'; built in: builtin:tiny, "
+                                         r"builtin:tiny-base, builtin:tiny-design$"):
         builtin.resolve_model("builtin:huge")
     with pytest.raises(SetupError, match=r"^/nonexistent does not exist; .*`wyoming-chorus export CHECKPOINT -o "
                                          r"MODEL_DIR`.*0\.6b-custom"):

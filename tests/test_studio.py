@@ -53,7 +53,7 @@ def design_studio(tmp_path_factory) -> Studio:
 
 def clone(studio: Studio, name: str, clip: bytes, text: str | None = "Hello there, this is my voice.",
           **fields) -> tuple[int, dict]:
-    return call(studio.url + "api/clone", {"name": name, "text": text, "clip": base64.b64encode(clip).decode(),
+    return studio.call("api/clone", {"name": name, "text": text, "clip": base64.b64encode(clip).decode(),
                                            **fields})
 
 
@@ -111,7 +111,7 @@ async def test_a_preview_is_the_engines_audio_of_the_voice_as_wyoming_speaks_it(
     status, _ = await asyncio.to_thread(clone, studio, "Preview", clip_bytes())
     assert status == 200
     await engine_idle(studio)
-    with await asyncio.to_thread(urllib.request.urlopen, studio.url + "api/preview?voice=preview&language=de",
+    with await asyncio.to_thread(urllib.request.urlopen, studio.preview_url("voice=preview&language=de"),
                                  timeout=120) as answer:
         assert answer.headers["Content-Type"] == "audio/wav"
         assert answer.headers["Transfer-Encoding"] == "chunked"  # sent as it is made
@@ -129,7 +129,7 @@ async def test_a_preview_is_the_engines_audio_of_the_voice_as_wyoming_speaks_it(
     await engine_idle(studio)
     spoken = audio(await send(studio.port, synthesize))
     assert len(pcm) == len(spoken) and any(pcm)
-    status, answer = await asyncio.to_thread(call, studio.url + "api/preview?voice=nobody")
+    status, answer = await asyncio.to_thread(call, studio.preview_url("voice=nobody"))
     assert status == 404 and "nobody" in answer["error"]
 
 
@@ -137,7 +137,8 @@ async def test_a_preview_the_page_leaves_is_aborted_in_the_engine_and_frees_its_
     running = await asyncio.to_thread(start_studio, TINY, tmp_path, frames=1500)  # as long as the text makes it
     engine = running.service.service.engine
     host, port = running.url.split("//")[1].rstrip("/").split(":")
-    request = b"GET /api/preview?voice=ryan&language=en HTTP/1.1\r\n\r\n"
+    request = b"GET /api/preview?voice=ryan&language=en&token=%s HTTP/1.1\r\nHost: %s\r\n\r\n" % (
+        running.token.encode(), host.encode())
 
     async def frames_made(read_all: bool) -> int:
         before = engine.stats().frames
@@ -163,19 +164,19 @@ async def test_a_preview_the_page_leaves_is_aborted_in_the_engine_and_frees_its_
 async def test_the_default_is_set_and_a_studio_voice_deleted_while_config_voices_stay(studio):
     status, _ = await asyncio.to_thread(clone, studio, "Bert", clip_bytes())
     assert status == 200
-    status, answer = await asyncio.to_thread(call, studio.url + "api/default", {"name": "bert"})
+    status, answer = await asyncio.to_thread(studio.call, "api/default", {"name": "bert"})
     assert status == 200, answer
     assert (await listed(studio))[0] == "Bert"
     clip = studio.voices_file.parent / yaml.safe_load(studio.voices_file.read_text())["voices"]["clone"]["Bert"]["wav"]
     assert clip.is_file()
-    status, answer = await asyncio.to_thread(call, studio.url + "api/delete", {"name": "Bert"})
+    status, answer = await asyncio.to_thread(studio.call, "api/delete", {"name": "Bert"})
     assert status == 200, answer
     voices = await listed(studio)
     assert "Bert" not in voices and voices[0] != "Bert"
     assert not clip.exists()
     assert "default" not in yaml.safe_load(studio.voices_file.read_text())["voices"]
     before = state(studio)
-    status, answer = await asyncio.to_thread(call, studio.url + "api/delete", {"name": "House"})
+    status, answer = await asyncio.to_thread(studio.call, "api/delete", {"name": "House"})
     assert status == 409 and "config" in answer["error"]
     assert "House" in await listed(studio) and state(studio) == before
 
@@ -192,19 +193,19 @@ async def test_the_listing_says_what_each_voice_is_and_what_the_model_can_do(stu
 
 
 async def test_a_voice_is_designed_on_a_voice_design_model_and_speaks(design_studio, studio):
-    status, answer = await asyncio.to_thread(call, design_studio.url + "api/design",
+    status, answer = await asyncio.to_thread(design_studio.call, "api/design",
                                              {"name": "Butler", "instruct": "A calm, deep voice.", "language": "en"})
     assert status == 200, answer
     assert "Butler" in await listed(design_studio)
-    with await asyncio.to_thread(urllib.request.urlopen, design_studio.url + "api/preview?voice=Butler",
+    with await asyncio.to_thread(urllib.request.urlopen, design_studio.preview_url("voice=Butler"),
                                  timeout=120) as preview:
         assert len(await asyncio.to_thread(preview.read)) > 44
     before = state(design_studio)
     status, answer = await asyncio.to_thread(clone, design_studio, "Nope", clip_bytes())
     assert status == 409 and "Base model" in answer["error"] and state(design_studio) == before
-    status, answer = await asyncio.to_thread(call, design_studio.url + "api/design", {"name": "Empty", "instruct": " "})
+    status, answer = await asyncio.to_thread(design_studio.call, "api/design", {"name": "Empty", "instruct": " "})
     assert status == 422 and "describe the voice" in answer["error"] and state(design_studio) == before
-    status, answer = await asyncio.to_thread(call, studio.url + "api/design", {"name": "X", "instruct": "calm"})
+    status, answer = await asyncio.to_thread(studio.call, "api/design", {"name": "X", "instruct": "calm"})
     assert status == 409 and "VoiceDesign" in answer["error"]
 
 
@@ -248,8 +249,9 @@ def raw_exchange(url: str, request: bytes) -> bytes:
 def test_an_oversize_upload_is_refused_before_it_is_read(studio):
     before = state(studio)
     too_big = int(MAX_UPLOAD_MB * 2**20 * 4 / 3) + 2**20
-    answer = raw_exchange(studio.url, b"POST /api/clone HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                                      b"Content-Length: %d\r\n\r\n" % too_big)
+    answer = raw_exchange(studio.url, b"POST /api/clone HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
+                                      b"\r\nX-Studio-Token: %s\r\nContent-Length: %d\r\n\r\n" % (
+                                          studio.token.encode(), too_big))
     assert answer.startswith(b"HTTP/1.1 413 ")
     # A clip over the limit inside a body under it is refused too.
     status, answer_json = clone(studio, "Big", b"\0" * int(MAX_UPLOAD_MB * 2**20 + 1))
@@ -261,7 +263,8 @@ def test_a_slow_upload_is_cut_off_at_its_deadline(studio, monkeypatch):
     monkeypatch.setattr(studio_server, "UPLOAD_SECONDS", 1.0)
     host, port = studio.url.split("//")[1].rstrip("/").split(":")
     with socket.create_connection((host, int(port)), timeout=30) as sock:
-        sock.sendall(b"POST /api/clone HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+        sock.sendall(b"POST /api/clone HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                     b"X-Studio-Token: %s\r\nContent-Length: 1000\r\n\r\n{" % studio.token.encode())
         closed = False
         give_up = time.monotonic() + 20
         while not closed and time.monotonic() < give_up:
@@ -281,7 +284,7 @@ def test_a_slow_upload_is_cut_off_at_its_deadline(studio, monkeypatch):
 ], ids=["other-origin", "null-origin", "text-plain", "form"])
 def test_a_change_from_another_site_is_refused(studio, headers, status):
     before = state(studio)
-    got, answer = call(studio.url + "api/default", {"name": "House"}, headers)
+    got, answer = studio.call("api/default", {"name": "House"}, headers)
     assert got == status and answer["error"]
     assert state(studio) == before
 
@@ -289,7 +292,8 @@ def test_a_change_from_another_site_is_refused(studio, headers, status):
 def test_an_unknown_path_or_method_is_refused(studio):
     assert call(studio.url + "etc/passwd")[0] == 404
     assert call(studio.url + "../../etc/passwd")[0] == 404
-    assert raw_exchange(studio.url, b"DELETE /api/voices HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 405 ")
+    delete = raw_exchange(studio.url, b"DELETE /api/voices HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    assert delete.startswith(b"HTTP/1.1 405 ")
 
 
 # ---- the page behind Home Assistant's ingress ----------------------------------------------------------------------
@@ -307,7 +311,8 @@ def test_the_page_and_its_api_work_behind_an_ingress_prefix(studio):
         assert status == 200 and "House" in [v["name"] for v in voices["voices"]]
         # A change through the proxy: the browser's Origin is the proxy's (Home Assistant's), as is the Host.
         origin = proxy.url.split(PREFIX)[0]
-        assert call(proxy.url + "api/default", {"name": "House"}, {"Origin": origin})[0] == 200
+        assert call(proxy.url + "api/default", {"name": "House"},
+                    {"Origin": origin, "X-Studio-Token": studio.token})[0] == 200
 
 
 def test_the_page_loads_nothing_from_elsewhere_and_uses_relative_urls_only():

@@ -2,8 +2,8 @@
 through the DevTools protocol, loading the page behind a stand-in for Home Assistant's ingress proxy (a path prefix
 that is stripped before the request reaches the server). A clip uploaded through the page's file input makes a voice
 that the page lists and a real Wyoming Describe lists; its preview plays to the end; a silent clip gets its message
-and changes nothing; a voice designed on a VoiceDesign model is listed. With STUDIO_SCREENSHOTS=DIR set, the page is
-saved as PNGs there (README's screenshots: docs/)."""
+and changes nothing; a voice designed on a VoiceDesign model is listed; a stale default is fixed from the page. With
+STUDIO_SCREENSHOTS=DIR set, the page is saved as PNGs there (README's screenshots: docs/)."""
 from __future__ import annotations
 
 import asyncio
@@ -21,10 +21,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import yaml
 from websockets.asyncio.client import ClientConnection, connect
 
 from ingress_proxy import IngressProxy
-from studio_helpers import Studio, base_model, clip_bytes, start_studio
+from studio_helpers import Studio, base_model, clip_bytes, stale_studio_file, start_studio
 from test_voices import describe, model_variant
 
 CHROMIUM = shutil.which("chromium")
@@ -229,6 +230,30 @@ async def test_a_voice_is_designed_from_the_page_on_a_voice_design_model(tmp_pat
                 assert state == "ended" and await page.evaluate(PLAYED_SECONDS) > 0
                 assert "Storyteller" in [v.name for v in (await describe(running.port)).tts[0].voices]
                 await page.screenshot("studio-design.png")
+                assert page.thrown == []
+    finally:
+        await asyncio.to_thread(running.service.stop)
+
+
+async def test_a_stale_default_is_fixed_from_the_page(tmp_path):
+    """The model was switched, and the studio's saved default names a voice the new one lacks: the page says so and
+    its button makes the first voice the default."""
+    stale_studio_file(tmp_path / "studio" / "voices.yaml")
+    running = await asyncio.to_thread(start_studio, base_model(tmp_path), tmp_path)
+    try:
+        assert running.service.service.studio_server is not None
+        with IngressProxy(running.service.service.studio_server.port) as proxy:
+            async with browser() as page:
+                await page.open(proxy.url)
+                notice = await page.wait_for("!document.getElementById('stale-default').hidden && "
+                                             "document.getElementById('stale-default').textContent")
+                assert "ryan" in notice and "Kept" in notice
+                await page.screenshot("studio-stale-default.png")
+                await page.evaluate("document.getElementById('stale-fix').click()")
+                await page.wait_for("document.getElementById('stale-default').hidden")
+                assert "Kept" in await page.evaluate("document.getElementById('message').textContent")
+                assert yaml.safe_load(running.voices_file.read_text())["voices"]["default"] == "Kept"
+                assert (await describe(running.port)).tts[0].voices[0].name == "Kept"
                 assert page.thrown == []
     finally:
         await asyncio.to_thread(running.service.stop)

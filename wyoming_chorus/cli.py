@@ -97,7 +97,8 @@ def _common_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="model directory; or a Qwen3-TTS model on the Hugging Face hub, downloaded "
                         "and exported into --data-dir on first use: " + ", ".join(HUB_MODELS) + " or OWNER/NAME "
                         "(e.g. Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice); or builtin:tiny, a random model for tests "
-                        "(engine.model)")
+                        "(builtin:tiny-base and builtin:tiny-design: random Base and VoiceDesign models, to try the "
+                        "voice studio's cloning and designing offline) (engine.model)")
     parser.add_argument("--data-dir", help="where hub models are downloaded and exported (engine.data_dir)")
     parser.add_argument("--device", help="OpenVINO device: AUTO, CPU, GPU, GPU.N (engine.device)")
     parser.add_argument("--kv-precision",
@@ -127,6 +128,9 @@ def _serve_parser() -> argparse.ArgumentParser:
                         help="address /metrics and /health listen on, e.g. 127.0.0.1 (metrics.address)")
     parser.add_argument("--no-metrics", action="store_true",
                         help="serve neither /metrics nor /health (metrics.enabled: false)")
+    parser.add_argument("--studio", action="store_true",
+                        help="serve the voice studio, a web page to make, preview and delete voices, at "
+                        "http://127.0.0.1:9701/ (studio.enabled; studio.address and studio.port say where)")
     parser.add_argument("--version", action="version", version=f"{PROG} {program_version() or '(not installed)'}")
     _common_flags(parser)
     return parser
@@ -184,6 +188,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         overrides["zeroconf.enabled"] = False
     if getattr(args, "no_metrics", False):
         overrides["metrics.enabled"] = False
+    if getattr(args, "studio", False):
+        overrides["studio.enabled"] = True
     if args.debug:
         overrides["server.log_level"] = "DEBUG"
     return overrides

@@ -142,6 +142,8 @@ class StudioSettings:
     port: int = _setting(9701, check.port)
     voices_file: str | None = _setting(None, check.text(optional=True))  # None: DATA_DIR/studio/voices.yaml
     max_upload_mb: float = _setting(16.0, check.number(0.1))
+    allowed_hosts: tuple[str, ...] = _setting((), check.addresses)
+    ingress_proxy: str | None = _setting(None, check.ip_address)
 
 
 @dataclass(frozen=True)

@@ -1,52 +1,57 @@
 """The metrics HTTP server: GET /metrics (Prometheus text format) and GET /health (200 "ok" while the engine is alive,
-else 503), on an asyncio loop of its own in one thread of its own.
+else 503), on an event loop in a thread of its own; and `HttpServer`, that machinery without the routes, on which the
+voice studio (wyoming_chorus/studio) serves its page on a listener of its own. Off the serving loop: scrapes on it
+slowed replies by 20-45% under a flood, and a probe must not wait for a busy serving loop.
 
-Off the serving loop: scrapes on the serving loop slowed replies by 20-45% under a /metrics flood (~1,200/s), and a
-probe must not wait for a busy serving loop (/health reports the engine, whose thread is what can die).
-
-Why asyncio and not prometheus_client's server (a ThreadingWSGIServer) or http.server's ThreadingHTTPServer: both
-start a thread per connection without bound, time out per recv() rather than per request (a client sending a byte a
-second is never cut off), fix their line limit (64 KiB) in module globals, and prometheus_client's answers every path
-with the metrics (no /health, no 404). Bounding all that means overriding most of them. Here each limit is a line or
-two: the StreamReader's limit for a line, asyncio.timeout for a deadline over the whole exchange, an ordered dict of
-the open connections for their number; and it is one thread whatever the load.
-
-Off its loop is not yet off the engine's time: rendering every metric holds the interpreter lock that the engine
-thread needs between its infers, and a flood of scrapes would still slow every room. So renders are spaced to take
-at most RENDER_SHARE of the wall time: a Prometheus scrape every few seconds never waits, and a flood waits its turn
-(within the request deadline) instead of taking the engine's time.
-
-The limits are constants, not settings: a scrape or a probe is one short request answered in milliseconds, so they
-only ever bite on clients that are broken or hostile.
-
-`HttpServer` is that machinery without the routes: the voice studio (wyoming_chorus/studio) serves its page on a
-listener of its own with it. Its answers may take longer than a probe's (an upload, a preview being spoken): a route
-moves the exchange's deadline with `HttpRequest.allow`, reads a body with `HttpRequest.body` (bounded), and may
-answer with an async iterator of bytes, sent chunked as it comes.
+Why aiohttp: HTTP itself (request lines, headers, chunked bodies) is not this project's business, and the server
+hand-written on asyncio streams before logged tracebacks on client resets and read uploads into memory. aiohttp is
+Home Assistant's own HTTP library (its web server, its ingress proxy), well kept, with a C parser. (prometheus_client's
+server and http.server start a thread per connection without bound and time out per recv() only.) Added here:
+- connections: at most MAX_CONNECTIONS, MAX_PER_PEER from one address. At a limit the oldest idle one (no request in
+  progress; one begun and never finished is idle) makes room, as the balancers do: a leaking client costs itself
+  idle sockets, and an upload in progress, or Home Assistant's ingress proxy (one address for every user), is never
+  cut for newcomers. If none is idle the newcomer is closed.
+- deadlines: the request line and headers within REQUEST_DEADLINE of the connection (aiohttp's keep-alive timer runs
+  from its start), the exchange within REQUEST_DEADLINE after, unless a route allows more (`HttpRequest.allow`).
+- bodies: read by the route within a bound it sets (`HttpRequest.pieces`, `body`, `multipart`), never before, at
+  most READ_RATE (a LAN's pace: an upload over loopback would otherwise take a core and the interpreter lock from the
+  rooms' replies); of a refused body at most LINGER_BYTES within LINGER_SECONDS are taken in before the close, so
+  that the client reads the refusal rather than a reset, without reading a flood whole.
+- quiet: a malformed request or a client gone mid-exchange is the client's doing: aiohttp's protocol log is kept at
+  DEBUG, one line. A route's own bug is a 500 with one logged traceback.
+Rendering every metric holds the interpreter lock the engine needs: renders are spaced to take at most RENDER_SHARE
+of the wall time, so a flood of scrapes waits its turn instead of slowing every room.
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import os
 import socket
 import threading
 import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
+from typing import Any
 
+from aiohttp import MultipartReader, web
+from aiohttp.web_protocol import RequestHandler
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from wyoming_chorus.metrics import Metrics
 
 _LOG = logging.getLogger(__name__)
 
-REQUEST_DEADLINE = 5.0  # seconds for a whole exchange: request line, headers and answer
+REQUEST_DEADLINE = 5.0  # seconds for the request line and headers, and for a whole exchange unless allowed more
 MAX_LINE = 8 * 1024  # bytes in the request line or one header line (a scrape's are well under 1 KiB)
 MAX_HEADERS = 64 * 1024  # bytes in all header lines together
-# Connections open at once. One more closes the oldest: it is nearest its deadline, and refusing newcomers instead
-# would let a few slow clients lock out the probe, whose request comes whole at once and is answered at once.
-MAX_CONNECTIONS = 16
+MAX_CONNECTIONS = 16  # open at once; one more closes the oldest idle one
+MAX_PER_PEER = 8  # from one address
+LINGER_SECONDS, LINGER_BYTES = 2.0, 1 << 20  # of a refused body's rest, taken in before the close
+READ_RATE = 16 << 20  # bytes a second read from a body (100 Mbit/s Ethernet is 12 MB/s)
+STOP_SECONDS = 2.0  # for exchanges in progress to end when the server stops (a change being written)
+CHUNK = 64 * 1024  # bytes read at a time from a body
 RENDER_SHARE = 0.05  # most of the wall time spent rendering /metrics (a render of this registry takes ~1 ms)
 
 TEXT = "text/plain; charset=utf-8"
@@ -61,7 +66,7 @@ class Answer:
 
 
 class Refused(Exception):
-    """A request refused before its body was read (over the limits, or not allowed), and its answer."""
+    """A request refused (over the limits, or not allowed), and its answer; the connection is closed after it."""
 
     def __init__(self, status: str, body: bytes, content_type: str = TEXT):
         super().__init__(status)
@@ -69,51 +74,98 @@ class Refused(Exception):
 
 
 class HttpRequest:
-    """One request: its line and headers (names in lower case), and its body still unread in `reader`."""
+    """One request: its method, path, query and headers (looked up in any case), its peer's address, and its body
+    still unread."""
 
-    def __init__(self, method: str, target: str, headers: dict[str, str], reader: asyncio.StreamReader,
-                 deadline: asyncio.Timeout):
-        self.method = method
-        self.target = target
-        self.path, _, self.query = target.partition("?")
-        self.headers = headers
-        self._reader = reader
-        self._deadline = deadline
+    def __init__(self, raw: web.BaseRequest, deadline: asyncio.Timeout):
+        self.method, self.path, self.query, self.headers = raw.method, raw.path, raw.query_string, raw.headers
+        self.peer, self.via_proxy = raw.remote, False  # via_proxy: set by a server that trusts a proxy in front
+        self._raw, self._deadline = raw, deadline
+        self._read, self._reading_since = 0, asyncio.get_running_loop().time()
 
     def allow(self, seconds: float) -> None:
         """The exchange may go on until `seconds` from now (instead of REQUEST_DEADLINE from its start)."""
         self._deadline.reschedule(asyncio.get_running_loop().time() + seconds)
 
-    async def body(self, limit: int) -> bytes:
-        """The body, as long as its Content-Length says; a body over `limit` bytes is refused before it is read."""
-        if "transfer-encoding" in self.headers:
-            raise Refused("411 Length Required", b"send the body with a Content-Length\n")
-        length = self.headers.get("content-length", "")
-        if not length.isdigit():
-            raise Refused("411 Length Required", b"send the body with a Content-Length\n")
-        if int(length) > limit:
+    def refuse_over(self, limit: int) -> None:
+        """Refuses a body its Content-Length says is over `limit` bytes, before any of it is read."""
+        if (self._raw.content_length or 0) > limit:
             raise Refused("413 Content Too Large", f"the body is over the limit of {limit} bytes\n".encode())
-        return await self._reader.readexactly(int(length))
+
+    async def pieces(self, limit: int) -> AsyncGenerator[bytes, None]:
+        """The body as it arrives (Content-Length or chunked), refused (413) once over `limit` bytes."""
+        self.refuse_over(limit)
+        total = 0
+        async for piece in self._raw.content.iter_chunked(CHUNK):
+            total += len(piece)
+            if total > limit:
+                raise Refused("413 Content Too Large", f"the body is over the limit of {limit} bytes\n".encode())
+            await self.paced(len(piece))
+            yield piece
+
+    async def paced(self, size: int) -> None:
+        """Counts `size` bytes read from the body; waits while reading is ahead of READ_RATE."""
+        self._read += size
+        await asyncio.sleep(self._read / READ_RATE - (asyncio.get_running_loop().time() - self._reading_since))
+
+    async def body(self, limit: int) -> bytes:
+        """The body, in memory: refused once over `limit` bytes."""
+        return b"".join([piece async for piece in self.pieces(limit)])
+
+    async def multipart(self) -> MultipartReader:
+        """A multipart/form-data body's parts, read as the route asks for them (the route bounds what it reads)."""
+        return await self._raw.multipart()
+
+
+class _ProtocolLog(logging.LoggerAdapter):
+    """aiohttp's protocol log (a malformed request, a client gone): the client's doing, one line at DEBUG."""
+
+    def exception(self, msg: Any, *args: Any, exc_info: Any = True, **kwargs: Any) -> None:
+        self.debug(f"{msg}: %s", *args, exc_info if isinstance(exc_info, BaseException) else "", **kwargs)
+
+
+class _Connections(web.Server):
+    """aiohttp's low-level server, with the connection limits (see the module's docstring)."""
+
+    def __init__(self, handler: Callable, limit: int, per_peer: int, **kwargs: Any):
+        super().__init__(handler, **kwargs)
+        self.busy: set[RequestHandler] = set()
+        self._limit, self._per_peer = limit, per_peer
+
+    def connection_made(self, handler: RequestHandler, transport: asyncio.Transport) -> None:
+        super().connection_made(handler, transport)  # self._connections: oldest first
+        peer = _peer(transport)
+        open_ = [h for h in self._connections if h.transport is not None]  # not closed already, awaiting their end
+        mine = [h for h in open_ if _peer(self._connections[h]) == peer]
+        if len(mine) > self._per_peer:
+            self._make_room(handler, mine)
+        elif len(open_) > self._limit:
+            self._make_room(handler, open_)
+
+    def _make_room(self, newcomer: RequestHandler, among: list[RequestHandler]) -> None:
+        idle = next((h for h in among if h is not newcomer and h not in self.busy), None)
+        (idle or newcomer).force_close()
 
 
 class HttpServer:
     """Answers requests on `listener` (bound and listening) with `_respond`, on an event loop in a thread of its own;
     `name` and `path` say what it serves in the log line at start."""
 
+    max_connections = MAX_CONNECTIONS
+    max_per_peer = MAX_PER_PEER
+    nice = 0  # added to the thread's scheduling niceness: more yields the CPU to the engine's threads first
+
     def __init__(self, listener: socket.socket, name: str, path: str = "/"):
-        self._listener = listener
-        self._name = name
-        self._path = path
-        self._open: dict[asyncio.StreamWriter, None] = {}  # oldest first
+        self._listener, self._name, self._path = listener, name, path
         self._thread = threading.Thread(target=self._main, name=f"{name}-http")
         self._started = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
+        self._connections: _Connections | None = None
 
     @property
     def port(self) -> int:
-        """The bound port (the configured one, or the one the OS picked for port 0)."""
-        return self._listener.getsockname()[1]
+        return self._listener.getsockname()[1]  # the configured one, or the one the OS picked for port 0
 
     def start(self) -> None:
         self._thread.start()
@@ -124,7 +176,8 @@ class HttpServer:
         _LOG.info("%s on http://%s:%s%s", self._name, f"[{host}]" if ":" in host else host, self.port, self._path)
 
     def stop(self) -> None:
-        """Closes the listener and every connection; returns once the thread has ended."""
+        """Closes the listener and every connection (exchanges in progress get a moment to end); returns once the
+        thread has ended."""
         if self._loop is not None and self._stopping is not None and self._thread.is_alive():
             self._loop.call_soon_threadsafe(self._stopping.set)
         if self._thread.is_alive():
@@ -134,60 +187,58 @@ class HttpServer:
         raise NotImplementedError
 
     def _main(self) -> None:
+        with contextlib.suppress(OSError):  # Linux schedules threads on their own
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, 0) + self.nice)
         asyncio.run(self._run())
 
     async def _run(self) -> None:
         try:
-            server = await asyncio.start_server(self._serve, sock=self._listener, limit=MAX_LINE)
+            self._connections = _Connections(
+                self._handle, self.max_connections, self.max_per_peer, max_line_size=MAX_LINE,
+                max_field_size=MAX_LINE, max_headers=128, keepalive_timeout=REQUEST_DEADLINE,
+                lingering_time=0, access_log=None, logger=_ProtocolLog(_LOG, {}))
+            runner = web.ServerRunner(self._connections, handle_signals=False, shutdown_timeout=STOP_SECONDS)
+            await runner.setup()
+            await web.SockSite(runner, self._listener).start()
             self._loop, self._stopping = asyncio.get_running_loop(), (stopping := asyncio.Event())
         finally:
             self._started.set()
         try:
             await stopping.wait()
         finally:
-            server.close()
-            for writer in self._open:
-                writer.transport.abort()
-            await server.wait_closed()
+            await runner.cleanup()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if len(self._open) >= MAX_CONNECTIONS:
-            oldest = next(iter(self._open))
-            del self._open[oldest]
-            oldest.transport.abort()
-        self._open[writer] = None
+    async def _handle(self, raw: web.BaseRequest) -> web.StreamResponse:
+        assert self._connections is not None
+        busy = self._connections.busy
+        busy.add(raw.protocol)
         try:
             async with asyncio.timeout(REQUEST_DEADLINE) as deadline:
-                refused = False
-                try:
-                    answer = await self._answer(reader, deadline)
-                except Refused as error:
-                    answer, refused = error.answer, True
-                await _send(writer, answer)
-                if refused:
-                    # Take in what the client is still sending before closing: a close with input unread resets
-                    # the connection, and the client can lose the answer with it.
-                    writer.write_eof()
-                    while await reader.read(MAX_LINE):
-                        pass
-            writer.close()
-        except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
-            writer.transport.abort()  # too slow, or gone: nothing left to say
+                response = await _send(raw, await self._answer(raw, deadline))
+            async with asyncio.timeout(LINGER_SECONDS):
+                left = LINGER_BYTES  # of a body the route did not read (refused): then aiohttp closes
+                while left > 0 and not raw.content.is_eof() and (piece := await raw.content.readany()):
+                    left -= len(piece)
+            return response
+        except (TimeoutError, ConnectionError):  # too slow, or gone: nothing left to say
+            if raw.transport is not None:
+                raw.transport.abort()
+            raw.protocol.force_close()
+            return web.Response()  # never sent: the connection is closed
         finally:
-            self._open.pop(writer, None)
+            busy.discard(raw.protocol)
 
-    async def _answer(self, reader: asyncio.StreamReader, deadline: asyncio.Timeout) -> Answer:
-        line, headers = await _read_request(reader)
-        request_line = line.split()
-        if len(request_line) != 3:
-            return Answer("400 Bad Request", TEXT, b"bad request\n")
-        method, target, _version = request_line
+    async def _answer(self, raw: web.BaseRequest, deadline: asyncio.Timeout) -> Answer:
+        if sum(len(name) + len(value) + 4 for name, value in raw.raw_headers) > MAX_HEADERS:
+            return Refused("431 Request Header Fields Too Large", b"headers too large\n").answer
         try:
-            return await self._respond(HttpRequest(method, target, headers, reader, deadline))
-        except (Refused, TimeoutError, ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            return await self._respond(HttpRequest(raw, deadline))
+        except Refused as refusal:
+            return refusal.answer
+        except (TimeoutError, ConnectionError, asyncio.CancelledError):
             raise
         except Exception:  # a bug: the client gets a 500, not a connection that hangs until its deadline
-            _LOG.exception("%s %s failed", method, target)
+            _LOG.exception("%s %s failed", raw.method, raw.path)
             return Answer("500 Internal Server Error", TEXT, b"internal error; see the server's log\n")
 
 
@@ -197,8 +248,7 @@ class MetricsServer(HttpServer):
 
     def __init__(self, metrics: Metrics, alive: Callable[[], bool], listener: socket.socket):
         super().__init__(listener, "metrics", "/metrics")
-        self._metrics = metrics
-        self._alive = alive
+        self._metrics, self._alive = metrics, alive
         self._render_turn = asyncio.Lock()  # renders one at a time, spaced by RENDER_SHARE (binds to its loop on use)
         self._next_render = 0.0
 
@@ -223,46 +273,28 @@ class MetricsServer(HttpServer):
             return body
 
 
-async def _send(writer: asyncio.StreamWriter, answer: Answer) -> None:
-    """The answer, then the connection is done with (every exchange closes it: nothing here needs keep-alive)."""
-    length = f"Content-Length: {len(answer.body)}" if isinstance(answer.body, bytes) else "Transfer-Encoding: chunked"
-    extra = "".join(f"{name}: {value}\r\n" for name, value in answer.headers)
-    head = (f"HTTP/1.1 {answer.status}\r\nContent-Type: {answer.content_type}\r\n{extra}"
-            f"{length}\r\nConnection: close\r\n\r\n")
+async def _send(raw: web.BaseRequest, answer: Answer) -> web.StreamResponse:
+    """The answer, sent within the exchange's deadline; a generator's pieces as they come (chunked)."""
+    code, _, reason = answer.status.partition(" ")
+    response = web.StreamResponse(status=int(code), reason=reason,
+                                  headers={"Content-Type": answer.content_type, **dict(answer.headers)})
+    response.force_close()  # every exchange closes its connection: nothing here gains from keep-alive
     if isinstance(answer.body, bytes):
-        writer.write(head.encode("latin-1") + answer.body)
-        await writer.drain()
-        return
-    writer.write(head.encode("latin-1"))
-    # Closed however the exchange ends (the client left, the deadline passed): a body that holds work, such as a
-    # voice being spoken, stops it.
-    async with contextlib.aclosing(answer.body) as pieces:
-        async for piece in pieces:
-            if piece:
-                writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-                await writer.drain()
-    writer.write(b"0\r\n\r\n")
-    await writer.drain()
+        response.content_length = len(answer.body)
+        await response.prepare(raw)
+        await response.write(answer.body)
+    else:
+        response.enable_chunked_encoding()
+        await response.prepare(raw)
+        # Closed however the exchange ends (the client left, the deadline passed): a body that holds work, such as a
+        # voice being spoken, stops it.
+        async with contextlib.aclosing(answer.body) as pieces:
+            async for piece in pieces:
+                if piece:
+                    await response.write(piece)
+    await response.write_eof()
+    return response
 
 
-async def _read_request(reader: asyncio.StreamReader) -> tuple[str, dict[str, str]]:
-    """The request line and the headers after it (names in lower case; a repeated header keeps its last value)."""
-    try:
-        line = await reader.readuntil(b"\n")
-    except asyncio.LimitOverrunError:
-        raise Refused("400 Bad Request", b"request line too long\n") from None
-    size = 0
-    headers: dict[str, str] = {}
-    while True:
-        try:
-            header = await reader.readuntil(b"\n")
-        except asyncio.LimitOverrunError:
-            raise Refused("431 Request Header Fields Too Large", b"header line too long\n") from None
-        size += len(header)
-        if size > MAX_HEADERS:
-            raise Refused("431 Request Header Fields Too Large", b"headers too large\n")
-        if not header.strip():
-            return line.decode("latin-1"), headers
-        name, colon, value = header.decode("latin-1").partition(":")
-        if colon:
-            headers[name.strip().lower()] = value.strip()
+def _peer(transport: asyncio.BaseTransport) -> str | None:
+    return peer[0] if isinstance(peer := transport.get_extra_info("peername"), tuple) else None

@@ -17,7 +17,9 @@ from wyoming_chorus.errors import SetupError
 from wyoming_chorus.export.hub import HUB_MODELS, hub_model, hub_repo
 
 BUILTIN_PREFIX = "builtin:"
-BUILTIN_MODELS = ("tiny",)
+# Random models for tests and for trying the server offline: the tiny preset as a CustomVoice model (its three
+# speakers), a Base model (the voice studio's cloning) and a VoiceDesign model (its designing).
+BUILTIN_MODELS = {"tiny": "custom_voice", "tiny-base": "base", "tiny-design": "voice_design"}
 # Every module whose code decides the bytes of the built directory.
 _BUILDER_SOURCES = ("graphs/*.py", "export/build.py", "export/codec_random.py", "export/presets.py",
                     "export/tokenizer.py", "modeldir/manifest.py")
@@ -69,7 +71,7 @@ def _cached_build(name: str) -> Path:
     final.parent.mkdir(parents=True, exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
     try:
-        write_preset_model(name, building)
+        write_preset_model("tiny", building, model_type=BUILTIN_MODELS[name])
         building.rename(final)
     except OSError:
         # Another process renamed its build into place first (rename onto a non-empty directory fails).

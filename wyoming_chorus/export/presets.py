@@ -144,8 +144,35 @@ def random_talker_weights(config: Mapping, rng: np.random.Generator, std: float 
     return weights
 
 
-def write_preset_model(preset: str, out_dir, seed: int = 0):
-    """A complete random-weight model directory: tiny in f32 (exact tests), the real sizes in f16."""
+MODEL_TYPES = ("custom_voice", "base", "voice_design")
+# The tiny Base model's speaker encoder (an ECAPA-TDNN as the real one, a few channels wide): clones from a clip's
+# speaker embedding. It has no codec encoder, so it clones from the embedding alone, never in context.
+_TINY_SPEAKER_ENCODER = {"mel_dim": 128, "enc_channels": [16, 16, 16, 16, 48], "enc_kernel_sizes": [5, 3, 3, 3, 1],
+                         "enc_dilations": [1, 2, 3, 4, 1], "enc_attention_channels": 8, "enc_res2net_scale": 4,
+                         "enc_se_channels": 8, "sample_rate": 24000}
+
+
+def as_model_type(config: dict, model_type: str, rng: np.random.Generator) -> dict[str, np.ndarray] | None:
+    """`config` (a CustomVoice config.json) made a Base or VoiceDesign model's, in place: those have no built-in
+    speakers. A Base model's random speaker encoder weights are returned (None for the others)."""
+    if model_type not in MODEL_TYPES:
+        raise ValueError(f"unknown model type {model_type!r}; choose one of {', '.join(MODEL_TYPES)}")
+    config["tts_model_type"] = model_type
+    if model_type == "custom_voice":
+        return None
+    config["talker_config"].update(spk_id={}, spk_is_dialect={})
+    if model_type != "base":
+        return None
+    from wyoming_chorus.graphs.speaker_encoder import speaker_encoder_shapes
+
+    config["speaker_encoder_config"] = {**_TINY_SPEAKER_ENCODER, "enc_dim": config["talker_config"]["hidden_size"]}
+    return {name: rng.standard_normal(shape).astype(np.float32) * np.float32(0.2)
+            for name, shape in speaker_encoder_shapes(config["speaker_encoder_config"]).items()}
+
+
+def write_preset_model(preset: str, out_dir, seed: int = 0, model_type: str = "custom_voice"):
+    """A complete random-weight model directory: tiny in f32 (exact tests), the real sizes in f16; a CustomVoice
+    model unless `model_type` says "base" or "voice_design"."""
     # Imported here: the graph builders pull in OpenVINO, which the config helpers above do not need.
     from wyoming_chorus.export.build import write_model_dir
     from wyoming_chorus.export.codec_random import CODEC_PRESETS, QUIET_OUTPUT_RMS, random_codec_decoder_weights
@@ -159,9 +186,12 @@ def write_preset_model(preset: str, out_dir, seed: int = 0):
     # Separate streams so that the codec weights do not change when the talker's shapes do.
     talker_rng, codec_rng = (np.random.default_rng([seed, part]) for part in (0, 1))
     codec_weights = random_codec_decoder_weights(decoder_config, codec_rng, QUIET_OUTPUT_RMS)
-    return write_model_dir(out_dir, random_talker_weights(config, talker_rng), config, codec_weights, codec_config,
-                           tokenizer_json,
-                           weight_dtype="f32" if preset == "tiny" else "f16", name=preset, random_weights=True)
+    talker_weights = random_talker_weights(config, talker_rng)  # drawn before the model type changes the config
+    speaker_weights = as_model_type(config, model_type, np.random.default_rng([seed, 2]))
+    name = preset if model_type == "custom_voice" else f"{preset}-{model_type.replace('_', '-')}"
+    return write_model_dir(out_dir, talker_weights, config, codec_weights, codec_config, tokenizer_json,
+                           weight_dtype="f32" if preset == "tiny" else "f16", name=name, random_weights=True,
+                           speaker_weights=speaker_weights)
 
 
 def _check(preset: str) -> str:

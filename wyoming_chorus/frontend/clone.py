@@ -9,6 +9,7 @@ identity, so an edited clip is re-read.
 """
 from __future__ import annotations
 
+import os
 import wave
 from pathlib import Path
 
@@ -77,7 +78,11 @@ class _PerClip:
                 raise
             except ValueError as error:  # too short for the mel
                 raise ClipError(f"{path}: {error}") from None
-            self._cache[key] = cached  # an edited clip replaces its old result
+            # An edited clip replaces its old result; clips deleted since (the voice studio deletes the voices it
+            # made, each with a clip of its own) are forgotten: the cache holds the clips that exist, not every clip
+            # ever used (it grew by a clip's result per clone / preview / delete cycle).
+            self._cache = {known: result for known, result in self._cache.items() if os.path.exists(known)}
+            self._cache[key] = cached
         return cached[1]
 
 

@@ -112,7 +112,18 @@ class Voices:
         if path is None or not path.is_file():
             return voices
         try:
-            return build_voices(self._manifest, with_studio(config, load_voices(path)))
+            studio = load_voices(path)
+            try:
+                return build_voices(self._manifest, with_studio(config, studio))
+            except ConfigError as error:
+                if studio.default is None:
+                    raise
+                # A default saved for another model (the model was switched): its voices stay, the config's default
+                # (or the first voice) speaks instead until the studio's page picks one.
+                fallback = build_voices(self._manifest, with_studio(config, dataclasses.replace(studio, default=None)))
+                _LOG.warning("%s: %s; the default voice is %s instead: pick one in the voice studio", path, error,
+                             fallback[0].name)
+                return fallback
         except ConfigError as error:
             _LOG.warning("%s: %s; the studio's voices are left out", path, error)
             return voices

@@ -11,20 +11,26 @@ The limits, each with a message that says what to do:
 - not silent: the loudest 20 ms above SILENT_DBFS.
 - a transcript unless the voice is made from the speaker embedding alone; no longer than anyone could say in the
   clip (TRANSCRIPT_CHARS_PER_SECOND) nor MAX_TRANSCRIPT characters.
-The upload's size is bounded before it is read (studio.max_upload_mb), and its decoded length before it is decoded
-(MAX_DECODED_SECONDS), so a small file of a long, highly compressed recording cannot fill the memory.
+What decoding may cost is bounded before it starts, from the file's header: the upload's size (studio.max_upload_mb),
+its rate (MAX_RATE), channels (MAX_CHANNELS) and length (MAX_DECODED_SECONDS). Then it is decoded a block at a time,
+each block mixed to mono and resampled to the model's rate as it comes, and the decoded length counted against the
+same budget (a header can lie): what is held is at most MAX_DECODED_SECONDS of mono audio at the model's rate (11.5
+MB), whatever the file says. (Decoded whole, a 0.7 MB FLAC of 8 channels at 655 kHz was 2.4 GB of float32.) Samples
+that are not numbers (NaN, infinity: float WAVs can hold them) are refused as bad audio.
 """
 from __future__ import annotations
 
 import io
 import wave
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from wyoming_chorus.frontend.clone import resample
-
 MIN_RATE = 16000
+MAX_RATE = 192000  # the highest rate studio recorders use
+MAX_CHANNELS = 8  # 7.1 surround; a voice clip is mono or stereo
+BLOCK_SECONDS = 1.0  # decoded at a time
 MIN_SECONDS = 3.0
 MIN_SOUND_SECONDS = 1.5
 MAX_SECONDS = 30.0
@@ -48,16 +54,16 @@ class PreparedClip:
     text: str | None    # the transcript, or None: the speaker embedding alone
 
 
-def prepare_clip(data: bytes, text: str | None, voice_only: bool, rate: int) -> PreparedClip:
-    """`data` (an uploaded file) checked and made into a clip at `rate`; ClipProblem says why it cannot be."""
-    samples, source_rate = decode(data)
-    samples = trim(samples, source_rate)
-    seconds = len(samples) / source_rate
+def prepare_clip(source: bytes | Path, text: str | None, voice_only: bool, rate: int) -> PreparedClip:
+    """`source` (an uploaded file, or its bytes) checked and made into a clip at `rate`; ClipProblem says why it
+    cannot be."""
+    samples = trim(decode(source, rate), rate)
+    seconds = len(samples) / rate
     if seconds > MAX_SECONDS:
         raise ClipProblem(f"the clip has {seconds:.1f} s of sound; at most {MAX_SECONDS:g} s can be used: cut it to "
                           "5-15 s of one person speaking")
     text = check_transcript(text, voice_only, seconds)
-    pcm = np.clip(np.round(resample(samples, source_rate, rate) * 32767), -32768, 32767).astype("<i2")
+    pcm = np.clip(np.round(samples * 32767), -32768, 32767).astype("<i2")
     out = io.BytesIO()
     with wave.open(out, "wb") as clip:
         clip.setnchannels(1)
@@ -67,26 +73,53 @@ def prepare_clip(data: bytes, text: str | None, voice_only: bool, rate: int) -> 
     return PreparedClip(out.getvalue(), seconds, text)
 
 
-def decode(data: bytes) -> tuple[np.ndarray, int]:
-    """Mono float32 samples and their rate."""
+def decode(source: bytes | Path, rate: int) -> np.ndarray:
+    """Mono float32 samples at `rate`, decoded a block at a time within the budget."""
     import soundfile  # only the studio decodes uploads
+    import soxr
 
     try:
-        with soundfile.SoundFile(io.BytesIO(data)) as audio:
-            rate, frames = audio.samplerate, audio.frames
-            if rate < MIN_RATE:
-                raise ClipProblem(f"the clip's sample rate is {rate} Hz; at least {MIN_RATE} Hz is needed (the "
-                                  "model listens up to 12 kHz): record or export it at 24 or 48 kHz")
-            if frames > MAX_DECODED_SECONDS * rate:
-                raise ClipProblem(f"the clip is {frames / rate:.0f} s long; upload at most {MAX_SECONDS:g} s of "
-                                  "one person speaking")
-            samples = audio.read(dtype="float32", always_2d=True)
-    except (RuntimeError, TypeError) as error:  # soundfile's LibsndfileError is a RuntimeError
+        with soundfile.SoundFile(io.BytesIO(source) if isinstance(source, bytes) else source) as audio:
+            source_rate, budget = check_header(audio.samplerate, audio.channels, audio.frames)
+            resampler = soxr.ResampleStream(source_rate, rate, 1, dtype="float32", quality="HQ")
+            pieces, decoded = [], 0
+            for block in audio.blocks(int(source_rate * BLOCK_SECONDS), dtype="float32", always_2d=True):
+                decoded += len(block)
+                if decoded > budget:
+                    raise ClipProblem(too_long(decoded / source_rate))
+                if not np.isfinite(block).all():
+                    raise ClipProblem("the clip holds samples that are not numbers (NaN or infinity): it is damaged; "
+                                      "export it again as 16-bit WAV or FLAC")
+                pieces.append(resampler.resample_chunk(block.mean(axis=1, dtype=np.float32)))
+            pieces.append(resampler.resample_chunk(np.zeros(0, np.float32), last=True))
+    except ClipProblem:
+        raise
+    except (RuntimeError, TypeError, ValueError) as error:  # soundfile's LibsndfileError is a RuntimeError
         raise ClipProblem(f"the file is not audio that can be read ({error}); upload a WAV, FLAC, MP3 or OGG "
                           "file") from None
-    if not len(samples):
+    if not decoded:
         raise ClipProblem("the file holds no audio")
-    return samples.mean(axis=1, dtype=np.float32), rate
+    return np.concatenate(pieces)
+
+
+def check_header(rate: int, channels: int, frames: int) -> tuple[int, int]:
+    """The rate and the most frames that may be decoded, from what the header says; ClipProblem if it is over the
+    limits."""
+    if rate < MIN_RATE:
+        raise ClipProblem(f"the clip's sample rate is {rate} Hz; at least {MIN_RATE} Hz is needed (the model listens "
+                          "up to 12 kHz): record or export it at 24 or 48 kHz")
+    if rate > MAX_RATE:
+        raise ClipProblem(f"the clip's sample rate is {rate} Hz; at most {MAX_RATE} Hz: export it at 48 kHz")
+    if not 1 <= channels <= MAX_CHANNELS:
+        raise ClipProblem(f"the clip has {channels} channels; at most {MAX_CHANNELS}: export it as mono or stereo")
+    budget = int(MAX_DECODED_SECONDS * rate)
+    if frames > budget:
+        raise ClipProblem(too_long(frames / rate))
+    return rate, budget
+
+
+def too_long(seconds: float) -> str:
+    return f"the clip is {seconds:.0f} s long; upload at most {MAX_SECONDS:g} s of one person speaking"
 
 
 def trim(samples: np.ndarray, rate: int) -> np.ndarray:

@@ -1,46 +1,35 @@
-"""The studio's page and API, on a listener of its own (studio.address, studio.port) served by metrics_http's
-HttpServer on a thread of its own.
+"""The studio's page and API, on a listener of its own (studio.address, studio.port), served by metrics_http's
+HttpServer on a thread of its own: the studio changes voices, so it listens only where it is meant to be reached
+(loopback by default; the add-on's container for Home Assistant's ingress), while /metrics is often open to the LAN.
 
-Why its own listener rather than /studio/ beside /metrics: the studio changes voices, so it must listen only where
-it is meant to be reached (loopback by default; the container's address for Home Assistant's ingress proxy), while
-the metrics port is often open to the network for Prometheus; its limits (uploads, previews that take seconds) are
-not a probe's; and Home Assistant's ingress maps an add-on's ingress port to the panel's root, where this page is.
-
-Every URL the page uses is relative, so it works under any prefix: Home Assistant's ingress serves it at
-/api/hassio_ingress/TOKEN/ and strips that prefix before it reaches us (it says which in X-Ingress-Path, which the
-page's <base> is set from). Nothing is loaded from anywhere else.
-
-  GET  /                     the page; /studio.js and /studio.css beside it
-  GET  /api/voices           the model, the voices and the limits (JSON)
-  GET  /api/preview?voice=NAME&language=CODE
+  GET  /                     the page (page.py); /studio.js and /studio.css beside it
+  GET  /api/voices           the model, the voices, the limits and a stale default (JSON; listing.py)
+  GET  /api/preview?voice=NAME&language=CODE&token=TOKEN
                              the voice reading the language's preview sentence: WAV, streamed as it is made
-  POST /api/clone            {name, clip (base64 of the file), text, voice_only, language}: a cloned voice
+  POST /api/clone            a form {name, clip (the file), text, voice_only, language}, or the same as JSON with the
+                             clip in base64: a cloned voice (bodies.py)
   POST /api/design           {name, instruct, language}: a designed voice (VoiceDesign models)
   POST /api/default          {name}: the default voice
   POST /api/delete           {name}: a voice the studio made
 
-Changes are JSON POSTs: a page of another site cannot send one without the browser asking first (a preflight this
-server never approves), and one whose Origin is not this host is refused. Changes are made one at a time, checked
-against the voices they would make (frontend/voices.Voices.check_studio) and written whole and atomically, the clip
-before the entry that names it: a refused change leaves the voices file as it was.
+Who may ask is guard.py's: a Host that names the studio, and for changes and previews the page's token. Changes are
+made one at a time, checked against the voices they would make (frontend/voices.Voices.check_studio) and written
+whole and atomically, the clip before the entry that names it (voice_file.py): a refused change leaves the voices
+file as it was.
 """
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
 import dataclasses
-import html
 import json
 import logging
 import re
 import socket
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
 from wyoming_chorus.config import CloneVoice, ConfigError, DesignVoice, StudioSettings, VoicesSettings
 from wyoming_chorus.errors import QueueFull, ReplyError
@@ -49,14 +38,11 @@ from wyoming_chorus.metrics_http import Answer, HttpRequest, HttpServer, Refused
 from wyoming_chorus.modeldir.manifest import ModelDir
 from wyoming_chorus.speech.speech_engine import SpeechEngine
 from wyoming_chorus.studio.atomic import atomic_write
-from wyoming_chorus.studio.clips import (
-    MAX_SECONDS,
-    MAX_TRANSCRIPT,
-    MIN_RATE,
-    MIN_SECONDS,
-    ClipProblem,
-    prepare_clip,
-)
+from wyoming_chorus.studio.bodies import StudioError, clone_fields, json_fields, text_field
+from wyoming_chorus.studio.clips import MAX_SECONDS, MAX_TRANSCRIPT, MIN_RATE, MIN_SECONDS, ClipProblem, prepare_clip
+from wyoming_chorus.studio.guard import Forbidden, Guard, install_token, own_names
+from wyoming_chorus.studio.listing import preview_language, stale_default, voice_entry
+from wyoming_chorus.studio.page import HEADERS, Page
 from wyoming_chorus.studio.preview import sentence, speak, wav_stream_header
 from wyoming_chorus.studio.voice_file import StudioVoiceFile, entry_names, with_clone, with_design, without
 
@@ -67,66 +53,61 @@ PREVIEW_SECONDS = 120.0  # for a preview (a few seconds of speech) to be made an
 JSON_LIMIT = 64 * 1024  # bytes of a change without a clip
 MAX_INSTRUCT = 500  # characters of a voice description
 _NAME = re.compile(r"[^\W_][\w .'-]{0,39}")  # letters of any script, digits, spaces and a few marks
-_INGRESS_PATH = re.compile(r"/[A-Za-z0-9._~/-]*")
 _JSON = "application/json"
-_STATIC = {"studio.js": "text/javascript; charset=utf-8", "studio.css": "text/css; charset=utf-8"}
-# The page loads only what this server serves; Home Assistant shows it in a frame of its own origin.
-_HEADERS = (("Content-Security-Policy", "default-src 'self'; media-src 'self' blob:; img-src 'self' data:; "
-                                        "object-src 'none'; base-uri 'self'; frame-ancestors 'self'"),
-            ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"), ("Cache-Control", "no-store"))
-
-
-class StudioError(Exception):
-    """A change or a request that cannot be made, and why, as the page shows it."""
-
-    def __init__(self, status: str, message: str):
-        super().__init__(message)
-        self.status = status
 
 
 class StudioServer(HttpServer):
     """The studio for `engine` (its `voices` and `model`), whose Handles live on `serving_loop`."""
 
+    # Behind Home Assistant's ingress every user's requests come from one address (the proxy's): a peer may hold as
+    # many connections as a browser opens at once, and more close its oldest idle ones (metrics_http). Reading an
+    # upload is work the rooms' replies come before: nice 10 has a tenth of nice 0's weight on a contended CPU.
+    max_connections, max_per_peer, nice = 32, 16, 10
+
     def __init__(self, engine: SpeechEngine, voices: Voices, model: ModelDir, serving_loop: asyncio.AbstractEventLoop,
                  listener: socket.socket, settings: StudioSettings, voice_file: StudioVoiceFile):
         super().__init__(listener, "voice studio")
-        self._engine = engine
-        self._voices = voices
-        self._model = model
-        self._serving_loop = serving_loop
+        self._engine, self._voices, self._model, self._serving_loop = engine, voices, model, serving_loop
         self._file = voice_file
+        self._guard = Guard(install_token(voice_file.path.parent), own_names(settings.allowed_hosts),
+                            settings.ingress_proxy)
         self._max_upload = int(settings.max_upload_mb * 1024 * 1024)
         manifest = model.manifest
         self._can_clone = manifest.model_type == "base" and model.has("speaker_encoder.xml")
         self._in_context = self._can_clone and model.has("codec_encoder.xml")
         self._can_design = manifest.model_type == "voice_design"
         self._clip_rate = int((manifest.speaker_encoder or {}).get("sample_rate", 24000))
-        static = files(__package__).joinpath("static")
-        self._index = static.joinpath("index.html").read_bytes()
-        self._static = {name: static.joinpath(name).read_bytes() for name in _STATIC}
+        self._page = Page(self._guard.token)
         self._changes: dict[str, Callable[[HttpRequest], Awaitable[dict]]] = {
             "/api/clone": self._clone, "/api/design": self._design, "/api/default": self._default,
             "/api/delete": self._delete}
-        self._writing: asyncio.Lock | None = None  # one change at a time (made on the studio's loop, on first use)
+        self._writing = asyncio.Lock()  # one change at a time (binds to the studio's loop on first use)
+        # Before any change: what a server killed halfway through one left (voice_file.py).
+        voice_file.sweep_orphans(v.clip.wav for v in voices.current() if v.clip is not None)
 
     async def _respond(self, request: HttpRequest) -> Answer:
+        try:
+            request.via_proxy = self._guard.check_peer_and_host(request.peer, request.headers.get("host"))
+        except Forbidden as refusal:
+            raise _refused("403 Forbidden", str(refusal)) from None
         answer = await self._route(request)
-        return dataclasses.replace(answer, headers=answer.headers + _HEADERS)
+        return dataclasses.replace(answer, headers=answer.headers + HEADERS)
 
     async def _route(self, request: HttpRequest) -> Answer:
         path = request.path
         try:
             if request.method == "GET":
                 if path in ("/", "/index.html"):
-                    return Answer("200 OK", "text/html; charset=utf-8", self._page(request))
-                if path.lstrip("/") in self._static:
-                    return Answer("200 OK", _STATIC[path.lstrip("/")], self._static[path.lstrip("/")])
+                    page = self._page.index(request.headers.get("x-ingress-path", ""))
+                    return Answer("200 OK", "text/html; charset=utf-8", page)
+                if path.lstrip("/") in self._page.assets:
+                    return Answer("200 OK", *self._page.assets[path.lstrip("/")])
                 if path == "/api/voices":
                     return _json("200 OK", self._listing())
                 if path == "/api/preview":
                     return await self._preview(request)
             elif request.method == "POST" and path in self._changes:
-                _refuse_cross_site(request)
+                self._refuse_cross_site(request, path)
                 return _json("200 OK", await self._changes[path](request))
         except StudioError as error:
             return _json(error.status, {"error": str(error)})
@@ -135,34 +116,30 @@ class StudioServer(HttpServer):
         return _json("404 Not Found", {"error": f"nothing at {path}"})
 
     # ---- reading ---------------------------------------------------------------------------------------------------
-    def _page(self, request: HttpRequest) -> bytes:
-        """index.html, with a <base> at Home Assistant's ingress path when it says one."""
-        prefix = request.headers.get("x-ingress-path", "")
-        if not _INGRESS_PATH.fullmatch(prefix):
-            return self._index
-        base = f'<base href="{html.escape(prefix.rstrip("/") + "/")}">'
-        return self._index.replace(b"<!-- base -->", base.encode())
-
     def _listing(self) -> dict:
         voices = self._voices.current()
-        own = entry_names(self._studio_voices())
+        studio = self._studio_voices()
+        own = entry_names(studio)
         manifest = self._model.manifest
         return {
             "model": {"name": manifest.name, "type": manifest.model_type, "random_weights": manifest.random_weights,
                       "languages": list(language_codes(manifest.languages)), "clone": self._can_clone,
                       "in_context": self._in_context, "design": self._can_design},
-            "voices": [{"name": v.name, "kind": _kind(v), "description": v.description, "languages": list(v.languages),
-                        "preview_language": _preview_language(v), "default": i == 0,
-                        "studio": v.name.casefold() in own} for i, v in enumerate(voices)],
+            "voices": [voice_entry(v, i == 0, own) for i, v in enumerate(voices)],
+            "stale_default": stale_default(self._voices, studio),  # the page offers to fix it
             "limits": {"max_upload_bytes": self._max_upload, "min_seconds": MIN_SECONDS, "max_seconds": MAX_SECONDS,
                        "min_rate": MIN_RATE, "max_transcript": MAX_TRANSCRIPT, "max_instruct": MAX_INSTRUCT},
         }
 
     async def _preview(self, request: HttpRequest) -> Answer:
         query = parse_qs(request.query)
+        try:  # the page's <audio> cannot send a header: the token comes in the query
+            self._guard.check_write(request.headers, query.get("token", [""])[0], request.via_proxy)
+        except Forbidden as refusal:
+            raise StudioError("403 Forbidden", str(refusal)) from None
         voice = self._voice(query.get("voice", [""])[0])
         language = query.get("language", [""])[0]
-        code = language if language in voice.languages else _preview_language(voice)
+        code = language if language in voice.languages else preview_language(voice)
         request.allow(PREVIEW_SECONDS)
         pcm = speak(self._engine, self._serving_loop, sentence(code), voice.name, code)
         try:
@@ -179,23 +156,17 @@ class StudioServer(HttpServer):
                                            ") cannot clone voices: cloning needs a Base model (engine.model: "
                                            "0.6b-base or 1.7b-base)")
         request.allow(UPLOAD_SECONDS)
-        fields = await _fields(request, self._max_upload * 4 // 3 + JSON_LIMIT)  # base64 is 4/3 of the clip
-        name, language = self._new_name(fields), self._language(fields)
+        fields, clip = await clone_fields(request, self._max_upload, self._file.clips)
         try:
-            clip = base64.b64decode(_text(fields, "clip") or "", validate=True)
-        except (binascii.Error, ValueError):
-            raise StudioError("400 Bad Request", "the clip is not base64") from None
-        if not clip:
-            raise StudioError("422 Unprocessable Content", "choose a clip (a WAV, FLAC, MP3 or OGG file) or record one")
-        if len(clip) > self._max_upload:
-            raise StudioError("413 Content Too Large", f"the clip is {len(clip) / 2**20:.1f} MB; at most "
-                                                       f"{self._max_upload / 2**20:g} MB (studio.max_upload_mb)")
-        try:
-            prepared = await asyncio.to_thread(prepare_clip, clip, _text(fields, "text"),
+            name, language = self._new_name(fields), self._language(fields)
+            prepared = await asyncio.to_thread(prepare_clip, clip, text_field(fields, "text"),
                                                fields.get("voice_only") is True, self._clip_rate)
         except ClipProblem as problem:
             raise StudioError("422 Unprocessable Content", str(problem)) from None
-        async with self._lock():
+        finally:
+            if isinstance(clip, Path):
+                clip.unlink(missing_ok=True)
+        async with self._writing:
             current = self._studio_voices()
             path = self._file.new_clip(name)
             await asyncio.to_thread(atomic_write, path, prepared.wav)
@@ -215,28 +186,28 @@ class StudioServer(HttpServer):
             raise _refused("409 Conflict", f"this model ({self._model.manifest.name}, {self._model.manifest.model_type}"
                                            ") cannot design voices: that needs a VoiceDesign model (engine.model: "
                                            "1.7b-design)")
-        fields = await _fields(request, JSON_LIMIT)
+        fields = await json_fields(request, JSON_LIMIT)
         name, language = self._new_name(fields), self._language(fields)
-        instruct = " ".join((_text(fields, "instruct") or "").split())
+        instruct = " ".join((text_field(fields, "instruct") or "").split())
         if not instruct:
             raise StudioError("422 Unprocessable Content", "describe the voice (for example: a calm, deep male voice "
                                                            "with a British accent, speaking slowly)")
         if len(instruct) > MAX_INSTRUCT:
             raise StudioError("422 Unprocessable Content", f"the description has {len(instruct)} characters; at most "
                                                            f"{MAX_INSTRUCT}")
-        async with self._lock():
+        async with self._writing:
             self._save(with_design(self._studio_voices(), DesignVoice(name, instruct, language)), name)
         return {"name": name, "message": f"voice {name!r} designed"}
 
     async def _default(self, request: HttpRequest) -> dict:
-        name = self._voice(_text(await _fields(request, JSON_LIMIT), "name") or "").name
-        async with self._lock():
+        name = self._voice(text_field(await json_fields(request, JSON_LIMIT), "name") or "").name
+        async with self._writing:
             self._save(dataclasses.replace(self._studio_voices(), default=name), name)
         return {"name": name, "message": f"{name!r} is the default voice"}
 
     async def _delete(self, request: HttpRequest) -> dict:
-        name = self._voice(_text(await _fields(request, JSON_LIMIT), "name") or "").name
-        async with self._lock():
+        name = self._voice(text_field(await json_fields(request, JSON_LIMIT), "name") or "").name
+        async with self._writing:
             current = self._studio_voices()
             if name.casefold() not in entry_names(current):
                 raise StudioError("409 Conflict", f"voice {name!r} was not made here (it comes from the model or the "
@@ -253,7 +224,12 @@ class StudioServer(HttpServer):
         try:
             voices = self._voices.check_studio(studio)
         except ConfigError as error:
-            raise StudioError("422 Unprocessable Content", str(error)) from None
+            if studio.default is None or stale_default(self._voices, studio) is None:
+                raise StudioError("422 Unprocessable Content", str(error)) from None
+            try:  # a default saved for another model: the engine falls back (frontend/voices.py), the page says so
+                voices = self._voices.check_studio(dataclasses.replace(studio, default=None))
+            except ConfigError as still:
+                raise StudioError("422 Unprocessable Content", str(still)) from None
         if listed is not None and all(v.name != listed for v in voices):
             raise StudioError("422 Unprocessable Content", f"voice {listed!r} would not be listed; see the log")
         self._file.write(studio)
@@ -273,7 +249,7 @@ class StudioServer(HttpServer):
         return voice
 
     def _new_name(self, fields: dict) -> str:
-        name = " ".join((_text(fields, "name") or "").split())
+        name = " ".join((text_field(fields, "name") or "").split())
         if not _NAME.fullmatch(name):
             raise StudioError("422 Unprocessable Content", "name the voice: 1 to 40 letters, digits, spaces, dots, "
                                                            "dashes or apostrophes, starting with a letter or digit")
@@ -282,7 +258,7 @@ class StudioServer(HttpServer):
         return name
 
     def _language(self, fields: dict) -> str | None:
-        code = _text(fields, "language")
+        code = text_field(fields, "language")
         if code in (None, "auto"):
             return None
         spoken = language_codes(self._model.manifest.languages)
@@ -291,60 +267,24 @@ class StudioServer(HttpServer):
                                                            f"{', '.join(spoken)}")
         return code
 
-    def _lock(self) -> asyncio.Lock:
-        if self._writing is None:
-            self._writing = asyncio.Lock()
-        return self._writing
+    def _refuse_cross_site(self, request: HttpRequest, path: str) -> None:
+        """Changes come from the studio's page (its token, in a header: another site's page can neither read it nor
+        send a header without a preflight this server never approves), as JSON (a clone also as a form)."""
+        kind = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+        if kind != _JSON and not (path == "/api/clone" and kind == "multipart/form-data"):
+            raise _refused("415 Unsupported Media Type", "send changes as JSON (Content-Type: application/json)")
+        try:
+            self._guard.check_write(request.headers, via_proxy=request.via_proxy)
+        except Forbidden as refusal:
+            raise _refused("403 Forbidden", str(refusal)) from None
 
 
-def _refuse_cross_site(request: HttpRequest) -> None:
-    """Changes come as JSON (which another site's page cannot send without a preflight) from this host's pages."""
-    if request.headers.get("content-type", "").partition(";")[0].strip().lower() != _JSON:
-        raise _refused("415 Unsupported Media Type", "send changes as JSON (Content-Type: application/json)")
-    origin = request.headers.get("origin")
-    if origin is not None and urlsplit(origin).netloc.lower() != request.headers.get("host", "").lower():
-        raise _refused("403 Forbidden", f"a change from another site ({origin}) is refused")
-
-
-def _refused(status: str, message: str) -> Refused:
-    """Refused before the body is read (the server takes in the rest before it closes)."""
+def _refused(status: str, message: str) -> Refused:  # before the body is read (at most 1 MiB more is taken in)
     return Refused(status, json.dumps({"error": message}).encode(), _JSON)
-
-
-async def _fields(request: HttpRequest, limit: int) -> dict:
-    try:
-        fields = json.loads(await request.body(limit))
-    except ValueError:
-        raise StudioError("400 Bad Request", "the request is not JSON") from None
-    if not isinstance(fields, dict):
-        raise StudioError("400 Bad Request", "the request is not a JSON object")
-    return fields
-
-
-def _text(fields: dict, key: str) -> str | None:
-    value = fields.get(key)
-    if value is not None and not isinstance(value, str):
-        raise StudioError("400 Bad Request", f"{key} must be a string")
-    return value
 
 
 def _json(status: str, data: Any) -> Answer:
     return Answer(status, _JSON, json.dumps(data, ensure_ascii=False).encode())
-
-
-def _kind(voice: VoiceInfo) -> str:
-    if voice.clip is not None:
-        return "clone"
-    if voice.instruct is not None:
-        return "design"
-    return "speaker" if voice.speaker is not None else "model"
-
-
-def _preview_language(voice: VoiceInfo) -> str | None:
-    """The language a voice is previewed in unless the page picks one: its own, else English if it speaks it."""
-    if voice.language is not None:
-        return voice.language
-    return "en" if "en" in voice.languages else next(iter(voice.languages), None)
 
 
 async def _then(first: bytes, rest: AsyncGenerator[bytes, None]) -> AsyncGenerator[bytes, None]:

@@ -9,6 +9,9 @@ const MODEL_TYPES = { base: "Base: clones voices", voice_design: "VoiceDesign: d
   custom_voice: "CustomVoice: built-in speakers" };
 let studio = null; // what GET api/voices said last
 let recorded = null; // a recording, as a WAV Blob
+// The install's token (server.py puts it in the page): changes and previews carry it, which another site's page
+// cannot do (it cannot read this page).
+const TOKEN = document.querySelector("meta[name=studio-token]")?.content || "";
 
 function say(text, problem = false) {
   const message = $("message");
@@ -17,8 +20,11 @@ function say(text, problem = false) {
 }
 
 async function call(path, body) {
+  // A form (a clip upload) goes as it is, its file streamed; anything else as JSON.
+  const form = body instanceof FormData;
   const options = body === undefined ? {} : {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+    method: "POST", body: form ? body : JSON.stringify(body),
+    headers: form ? { "X-Studio-Token": TOKEN } : { "Content-Type": "application/json", "X-Studio-Token": TOKEN },
   };
   const response = await fetch(path, options);
   const text = await response.text();
@@ -65,6 +71,16 @@ function render() {
     return row;
   });
   $("voices").tBodies[0].replaceChildren(...rows);
+  // A default saved for another model (the model was switched): the server speaks with the first voice instead.
+  const stale = studio.stale_default;
+  const first = studio.voices[0];
+  $("stale-default").hidden = !stale || !first;
+  if (stale && first) {
+    $("stale-text").textContent = `The saved default voice “${stale}” is not a voice of this model, so rooms that `
+      + `name no voice hear ${first.name}. `;
+    $("stale-fix").textContent = `Make ${first.name} the default`;
+    $("stale-fix").onclick = () => change("api/default", { name: first.name }, $("stale-fix"));
+  }
   $("clone-section").hidden = !model.clone;
   $("design-section").hidden = !model.design;
   const none = $("no-making");
@@ -82,7 +98,8 @@ function render() {
 function preview(name, language) {
   const player = $("player");
   player.dataset.state = "loading";
-  player.src = `api/preview?voice=${encodeURIComponent(name)}&language=${encodeURIComponent(language || "")}`;
+  player.src = `api/preview?voice=${encodeURIComponent(name)}&language=${encodeURIComponent(language || "")}`
+    + `&token=${encodeURIComponent(TOKEN)}`;
   say(`Playing ${name}…`);
   player.play().catch((error) => say(`The preview could not start (${error.message}); press play.`, true));
 }
@@ -103,15 +120,6 @@ async function change(path, body, button) {
   }
 }
 
-function base64Of(blob) {
-  return new Promise((resolve, reject) => {
-    const reader = new FileReader();
-    reader.onload = () => resolve(reader.result.slice(reader.result.indexOf(",") + 1));
-    reader.onerror = () => reject(reader.error);
-    reader.readAsDataURL(blob);
-  });
-}
-
 async function makeClone(event) {
   event.preventDefault();
   const clip = recorded || $("clone-file").files[0];
@@ -121,10 +129,13 @@ async function makeClone(event) {
       + `${(studio.limits.max_upload_bytes / 2 ** 20).toFixed(0)} MB.`, true);
   }
   say("Checking the clip…");
-  const made = await change("api/clone", {
-    name: $("clone-name").value, text: $("clone-text").value, voice_only: $("clone-voice-only").checked,
-    language: $("clone-language").value, clip: await base64Of(clip),
-  }, event.submitter);
+  const form = new FormData();
+  form.append("name", $("clone-name").value);
+  form.append("text", $("clone-text").value);
+  form.append("voice_only", $("clone-voice-only").checked ? "true" : "false");
+  form.append("language", $("clone-language").value);
+  form.append("clip", clip, clip.name || "recording.wav");
+  const made = await change("api/clone", form, event.submitter);
   if (made) preview(made.name, $("clone-language").value === "auto" ? "" : $("clone-language").value);
 }
 
