@@ -11,6 +11,9 @@ import numpy as np
 from wyoming_chorus.app import model_dir
 from wyoming_chorus.config import EngineSettings
 from wyoming_chorus.engine.audio_output import CodecWorker
+from wyoming_chorus.engine.pacing import PlaybackPacing
+from wyoming_chorus.engine.playback_policy import PlaybackLimits, PlaybackPolicy
+from wyoming_chorus.engine.step_cost import StepCost
 from wyoming_chorus.engine.streaming_codec import SAMPLES_PER_FRAME
 from wyoming_chorus.engine.urgent_steps import FIRST_AUDIO, HEAD_START, QUIET, UrgentSteps
 from wyoming_chorus.playback_clock import PlaybackClock
@@ -200,6 +203,12 @@ def test_between_readers_the_least_slack_goes_next_block_by_block():
     assert Sink.order == ["a", "a", "b", "b", "a"]
 
 
+def paced(spare_seconds: float, head_start_seconds: float = 5.0) -> PlaybackPacing:
+    """The playback policy as the engine hands it to the codec: spare_seconds is scheduler.min_slack_seconds."""
+    limits = PlaybackLimits(head_start_seconds=head_start_seconds, min_slack_seconds=spare_seconds)
+    return PlaybackPacing(PlaybackPolicy(limits, StepCost(), 0.08), block_frames=BLOCK)
+
+
 def held_until_quiet(urgent: UrgentSteps, sink: Sink) -> None:
     """`sink` gets nothing while the engine's level stays up (held while the head start runs), and all of its audio
     once the engine marks a quiet step."""
@@ -212,13 +221,14 @@ def test_while_the_engine_runs_a_head_start_a_listener_with_audio_to_spare_waits
     """Under the playback policy the engine marks the steps that make a head start's frames; meanwhile the codec
     decodes only listeners with no audio to spare (no audio yet, or less than spare_seconds left), and the others
     once the engine marks a step without a head start."""
-    urgent = UrgentSteps()
+    pacing = paced(spare_seconds=1.0)
+    urgent = pacing.urgent
     reader_clock, low_clock = PlaybackClock(), PlaybackClock()
     reader_clock.wrote(20.0)  # 20 s to spare
     low_clock.wrote(0.5)  # half a second left: below spare_seconds
     reader, low, new = Sink("reader", reader_clock), Sink("low", low_clock), Sink("new", PlaybackClock())
     Sink.order = []
-    codec = CodecWorker(TINY, "", urgent=urgent, spare_seconds=1.0)
+    codec = CodecWorker(TINY, "", pacing=pacing)
     urgent.mark(HEAD_START)
     for seq_id, sink in ((1, reader), (2, low), (3, new)):
         for codes in frames(BLOCK, seq_id):
@@ -238,10 +248,11 @@ def test_a_head_starts_own_blocks_go_out_during_the_head_start_though_it_has_aud
     """The hold is for the others: a reply still in its first head_start_seconds is what the head start's steps are
     for (Home Assistant's conversion releases its first sound only at 5 s written), so its blocks go out as they are
     made, however far ahead of its listener they are; a reader past its head start with as much to spare waits."""
-    urgent = UrgentSteps()
+    pacing = paced(spare_seconds=1.0, head_start_seconds=60.0)
+    urgent = pacing.urgent
     # A head start of 60 s (the server's is scheduler.head_start_seconds, 5 s): wide margins for a slow machine, since
     # the clocks run in real time. Compiled before the clocks start.
-    codec = CodecWorker(TINY, "", urgent=urgent, spare_seconds=1.0, head_start_seconds=60.0)
+    codec = CodecWorker(TINY, "", pacing=pacing)
     starting_clock, reader_clock = PlaybackClock(), PlaybackClock()
     starting_clock.wrote(40.0)  # 40 s written, all still to play: plenty to spare, but short of its head start
     reader_clock.wrote(80.0)
@@ -265,10 +276,11 @@ def test_a_head_starts_own_blocks_go_out_during_the_head_start_though_it_has_aud
 def test_while_the_engine_makes_a_new_replys_first_frames_every_listener_with_audio_waits_unless_it_ran_dry():
     """A reply with no audio yet in the step: listeners that have audio wait, whatever they have left (its next
     block can come a few steps later), except one already silent for spare_seconds or more."""
-    urgent = UrgentSteps()
+    pacing = paced(spare_seconds=5.0)
+    urgent = pacing.urgent
     # spare_seconds 5 (the server's is scheduler.min_slack_seconds, 1 s): wide margins for a slow machine, since the
     # clocks run in real time. Compiled before the clocks start.
-    codec = CodecWorker(TINY, "", urgent=urgent, spare_seconds=5.0)
+    codec = CodecWorker(TINY, "", pacing=pacing)
     reader_clock, low_clock, dry_clock = PlaybackClock(), PlaybackClock(), PlaybackClock()
     reader_clock.wrote(20.0)
     low_clock.wrote(0.5)  # half a second left: a head start would not hold it back (less than spare_seconds)

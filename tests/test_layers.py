@@ -10,6 +10,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "wyoming_chorus"
 LEAVES = {"config", "config_checks", "errors", "metrics", "playback_clock", "_native"}
+# Leaf modules inside a part: speech/api (a Request in, a Handle out) is the seam every layer shares, so the engine,
+# the front end and the protocol side import Request, Handle and RequestInfo from it instead of copying them.
+SHARED = {"speech.api"}
 # The composition root and the command line put the parts together: they may import any of them.
 TOP = {"__init__", "__main__", "app", "cli"}
 # What each part may import besides the leaves (and itself).
@@ -19,7 +22,7 @@ ALLOWED = {
     "export": {"graphs", "modeldir", "engine.device"},  # which CPU this is decides the weights to export with
     "engine": {"modeldir"},
     "frontend": {"modeldir", "engine.sequence"},
-    "wyoming": {"speech.api"},
+    "wyoming": set(),
     "speech": {"engine", "frontend", "modeldir"},  # the model comes resolved (wyoming_chorus.app): no exporter
     "metrics_http": set(),
     # The voice studio: its page on metrics_http's server, previews spoken as Wyoming replies are, voices written
@@ -62,7 +65,7 @@ def _imports(path: Path, source: str | None = None) -> set[str]:
 def _allowed(part: str, imported: str) -> bool:
     inner = imported.removeprefix("wyoming_chorus.")
     target = inner.split(".")[0]
-    if target == part or target in LEAVES:
+    if target == part or target in LEAVES or inner in SHARED:
         return True
     return any(inner == rule or inner.startswith(rule + ".") for rule in ALLOWED[part])
 
@@ -80,6 +83,27 @@ def test_the_speech_api_imports_nothing_of_the_service():
     """The server imports it: Request and Handle must not pull in the engine (OpenVINO) behind them."""
     assert _imports(ROOT / "speech" / "api.py") <= {"wyoming_chorus.playback_clock"}  # a leaf, plain Python
     assert _imports(ROOT / "speech" / "__init__.py") == set()
+
+
+def test_no_protocol_copies_the_speech_api():
+    """Request and Handle are imported where they are used, not written out again as a Protocol of a lower layer
+    (speech/api is a leaf, so nothing stops importing it): a Protocol outside speech/ naming two or more of their
+    members is such a copy."""
+    api = ast.parse((ROOT / "speech" / "api.py").read_text(encoding="utf-8"))
+    shared = {_members(node) for node in api.body if isinstance(node, ast.ClassDef)
+              and node.name in ("Request", "Handle", "RequestInfo")}
+    names = set().union(*shared) - {"__init__"}
+    copies = [f"{path.relative_to(ROOT)}: {node.name}" for path in ROOT.rglob("*.py") if path.parent.name != "speech"
+              for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+              if isinstance(node, ast.ClassDef) and any(ast.unparse(base).endswith("Protocol") for base in node.bases)
+              and len(_members(node) & names) >= 2]
+    assert not copies
+
+
+def _members(node: ast.ClassDef) -> frozenset[str]:
+    """The names a class defines: its methods and its annotated fields."""
+    return frozenset(item.name if isinstance(item, ast.FunctionDef) else ast.unparse(item.target)
+                     for item in node.body if isinstance(item, (ast.FunctionDef, ast.AnnAssign)))
 
 
 def test_every_module_of_the_package_belongs_to_a_checked_part():

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from wyoming_chorus.engine.blocks import BlockManager
+from wyoming_chorus.engine.pacing import PlaybackPacing
 from wyoming_chorus.engine.playback_policy import PlaybackLimits, PlaybackPolicy
 from wyoming_chorus.engine.scheduler import Scheduler
 from wyoming_chorus.engine.step_cost import StepCost, probe_batches
@@ -49,6 +50,11 @@ def seq_with(seq_id: int, clock: PlaybackClock | None):
 
 def policy(time: Time, step_cost: StepCost | None = None) -> PlaybackPolicy:
     return PlaybackPolicy(PlaybackLimits(5.0, 1.0, 4.0), step_cost or StepCost(), FRAME, now=time)
+
+
+def paced(steps: PlaybackPolicy) -> PlaybackPacing:
+    """The policy as the engine hands it to the scheduler."""
+    return PlaybackPacing(steps, block_frames=4)
 
 
 # ---- the step cost ---------------------------------------------------------------------------------------------
@@ -176,7 +182,7 @@ def test_the_codec_level_of_a_step_is_its_most_urgent_reply():
 def test_a_request_sitting_out_keeps_its_blocks_and_place_and_later_runs_to_its_end():
     time = Time()
     blocks = BlockManager(64, 4)
-    sched = Scheduler(blocks, 4, 8, 64, playback=policy(time))
+    sched = Scheduler(blocks, 4, 8, 64, pacing=paced(policy(time)))
     rec = Recorder(sched, FakeRunner(blocks, eos_at={1: 6, 2: 6}))
     reader, new = seq_with(1, listener(time, written=20.0, played=5.0)), seq_with(2, PlaybackClock())
     sched.add(reader)
@@ -200,7 +206,7 @@ def test_a_new_replys_prompt_runs_without_the_decodes_its_next_steps_would_cut()
     time = Time()
     blocks = BlockManager(64, 4)
     slow = cost(b1=0.07, b2=0.09)  # two in a step is slower than real time
-    sched = Scheduler(blocks, 4, 8, 64, playback=policy(time, slow))
+    sched = Scheduler(blocks, 4, 8, 64, pacing=paced(policy(time, slow)))
     rec = Recorder(sched, FakeRunner(blocks, eos_at={1: 8, 2: 3}))
     starting = seq_with(1, None)
     sched.add(starting)
@@ -234,7 +240,7 @@ class PlaybackMachine(RuleBasedStateMachine):
         self.blocks = BlockManager(48, 4)
         measured = cost(b1=0.05, b2=0.07, b3=0.09, b4=0.11) if slow else cost(b1=0.02, b4=0.03)
         self.policy = policy(self.time, measured)
-        self.sched = Scheduler(self.blocks, max_running, 16, 64, playback=self.policy)
+        self.sched = Scheduler(self.blocks, max_running, 16, 64, pacing=paced(self.policy))
         self.rec = Recorder(self.sched, FakeRunner(self.blocks, eos_at={}))
         self.next_id = 1
         self.frames_wanted: dict[int, int] = {}

@@ -19,36 +19,27 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 
 from wyoming_chorus.engine.codec_precision import choose_codec_decoder
-from wyoming_chorus.engine.urgent_steps import FIRST_AUDIO, HEAD_START, QUIET, UrgentSteps
+from wyoming_chorus.engine.pacing import HeldBack, Pacing, nobody_held
 from wyoming_chorus.errors import RequestFailed
 from wyoming_chorus.modeldir.manifest import ModelDir
 from wyoming_chorus.playback_clock import PlaybackClock
+from wyoming_chorus.speech.api import Handle
 
 # Cloned voices whose primed decoder state is kept (the least recently used goes first).
 PRIMED_VOICES = 8
-# While every block the codec thread could decode is held back (engine/urgent_steps.py), it waits this long for new
-# frames at most before it looks at the engine's level again; new frames wake it at once.
+# While every block the codec thread could decode is held back (engine/pacing.py), it waits this long for new frames
+# at most before it asks the pacing again; new frames wake it at once.
 HOLD_POLL_SECONDS = 0.02
-
-
-class AudioSink(Protocol):
-    """Where one request's audio goes (its handle, wyoming_chorus.speech.api.Handle); every call is thread-safe."""
-
-    def put(self, pcm: bytes) -> None: ...
-    def add_codes(self, codes: np.ndarray) -> None: ...
-    def finish(self) -> None: ...
-    def fail(self, error: BaseException) -> None: ...
 
 
 @dataclass
 class _Stream:
     state: object
-    sink: AudioSink | None = None  # where its audio goes, once a frame has come
+    sink: Handle | None = None  # where its audio goes, once a frame has come
     pending: list[np.ndarray] = field(default_factory=list)
     closing: bool = False  # its last frame has come: the rest is decoded in turn, then the sink finishes
 
@@ -63,27 +54,18 @@ class CodecWorker:
     the error from the fail() that follows. Without it, the sink is failed directly."""
 
     def __init__(self, model: ModelDir, codec_precision: str = "auto", inference_precision: str = "",
-                 on_failure: Callable[[int, Exception], None] | None = None,
-                 urgent: UrgentSteps | None = None, spare_seconds: float = 1.0, head_start_seconds: float = 5.0):
-        """codec_precision, inference_precision: engine.codec_precision and engine.inference_precision. `urgent`:
-        the engine's level (playback policy): while it makes a new reply's first frames, blocks of listeners that
-        have not run dry for `spare_seconds` wait; while it runs a head start's steps, those of listeners with
-        `spare_seconds` of audio or more left to play wait, unless they are themselves in their first
-        `head_start_seconds` (engine/urgent_steps.py)."""
+                 on_failure: Callable[[int, Exception], None] | None = None, pacing: Pacing | None = None):
+        """codec_precision, inference_precision: engine.codec_precision and engine.inference_precision. `pacing`:
+        the engine's playback policy (engine/pacing.py), which says whose blocks wait while the engine makes frames
+        others wait for, and is told when a reply's first block is out; by default nobody waits."""
         self.choice = choose_codec_decoder(model / "codec_decoder.xml", model.manifest.codebook_size,
                                            codec_precision, inference_precision)
         self._decoder = self.choice.decoder
         self._on_failure = on_failure
-        self._urgent = urgent
-        self._spare_seconds = spare_seconds
-        self._head_start_seconds = head_start_seconds
+        self._pacing = pacing or Pacing()
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._streams: dict[int, _Stream] = {}
         self._failed: set[int] = set()  # requests whose decoding failed: their frames still queued are dropped
-        # Requests whose first block has been handed over (or whose decoding failed), until their stream ends: the
-        # engine thread reads it (set membership, atomic) to hold its steps while a first block waits here.
-        self._first_out: set[int] = set()
-        self._block_out = threading.Event()  # set whenever a request joins _first_out
         # In-context clones: the decoder's state after a clip's codes, by the codes' digest, so that a voice's later
         # requests start from it instead of decoding the clip again (~5 MB each at real dims; the few most recent).
         self._primed: OrderedDict[bytes, list[np.ndarray]] = OrderedDict()
@@ -107,23 +89,9 @@ class CodecWorker:
         """Frames per decoder block: a request's first audio needs this many (or its end)."""
         return self._decoder.block_frames
 
-    # Called from the engine thread: engine/first_audio_hold.py.
-    def first_block_out(self, seq_id: int) -> bool:
-        """Whether the request's first block has been handed to its sink (or its decoding failed)."""
-        return seq_id in self._first_out
-
-    def clear_block_signal(self) -> None:
-        """Before the engine looks at first_block_out: a block handed over after that sets the signal again."""
-        self._block_out.clear()
-
-    def wait_for_a_first_block(self, timeout: float) -> bool:
-        """Until some request's first block is handed over (since clear_block_signal), or `timeout` seconds; whether
-        one was."""
-        return self._block_out.wait(timeout)
-
     # Called from the engine thread (prime: when the request is added, before its first step); the work happens on
     # the codec thread, in order.
-    def prime(self, seq_id: int, sink: AudioSink, codes: np.ndarray) -> None:
+    def prime(self, seq_id: int, sink: Handle, codes: np.ndarray) -> None:
         """Decode `codes` [n, 16] first and drop their audio: the decoder's causal state then continues from them.
 
         In-context cloning: the reference decodes the clip's codes ++ the generated codes as one utterance and cuts
@@ -132,16 +100,16 @@ class CodecWorker:
         the total is not known while streaming."""
         self._jobs.put(("prime", seq_id, sink, codes))
 
-    def push(self, seq_id: int, sink: AudioSink, codes: np.ndarray) -> None:
+    def push(self, seq_id: int, sink: Handle, codes: np.ndarray) -> None:
         self._jobs.put(("frame", seq_id, sink, codes))
 
-    def close(self, seq_id: int, sink: AudioSink) -> None:
+    def close(self, seq_id: int, sink: Handle) -> None:
         self._jobs.put(("close", seq_id, sink, None))
 
-    def fail(self, seq_id: int, sink: AudioSink, error: Exception) -> None:
+    def fail(self, seq_id: int, sink: Handle, error: Exception) -> None:
         self._jobs.put(("fail", seq_id, sink, error))
 
-    def abort(self, seq_id: int, sink: AudioSink) -> None:
+    def abort(self, seq_id: int, sink: Handle) -> None:
         """Frames not yet decoded are discarded, and the sink fails with "aborted"."""
         self._jobs.put(("abort", seq_id, sink, None))
 
@@ -159,8 +127,8 @@ class CodecWorker:
                 for kind, seq_id, sink, payload in jobs:
                     with self._ending_on_failure(seq_id, sink):
                         self._handle(kind, seq_id, sink, payload)
-            level = self._urgent.level if self._urgent is not None and not stopping else QUIET
-            ready = self._next_ready(level)
+            held = self._pacing.held_back_now() if not stopping else nobody_held
+            ready = self._next_ready(held)
             holding = False
             if ready is None:
                 if stopping:
@@ -169,7 +137,7 @@ class CodecWorker:
             seq_id, stream = ready
             sink = stream.sink
             assert sink is not None
-            if self._held(sink, level):
+            if held(sink.clock):
                 # The engine is making frames a listener waits for, and this one loses little by waiting: let the
                 # steps have the cores, and choose again soon (new frames may have come, or the level dropped).
                 holding = True
@@ -192,55 +160,35 @@ class CodecWorker:
             except queue.Empty:
                 return jobs
 
-    def _next_ready(self, level: int = QUIET) -> tuple[int, _Stream] | None:
+    def _next_ready(self, held: HeldBack = nobody_held) -> tuple[int, _Stream] | None:
         """The stream whose block goes next, of those with work (a whole block pending, or an ending): one with no
-        audio yet first; then those the engine's `level` does not hold back; then the least slack."""
+        audio yet first; then those the pacing does not hold back now (`held`); then the least slack."""
         ready = [(seq_id, s) for seq_id, s in self._streams.items() if s.has_work(self._decoder.block_frames)]
 
         def order(item: tuple[int, _Stream]) -> tuple[bool, bool, float]:
-            sink = item[1].sink
-            urgency = _urgency(sink)
-            return urgency != float("-inf"), self._held(sink, level), urgency
+            clock = item[1].sink.clock if item[1].sink is not None else None
+            urgency = _urgency(clock)
+            return urgency != float("-inf"), held(clock), urgency
 
         return min(ready, key=order, default=None)
 
-    def _held(self, sink: AudioSink | None, level: int) -> bool:
-        """Whether this listener's next block waits while the engine runs at `level`: during a new reply's first
-        frames, unless it has run dry for spare_seconds already; during a head start, if it has spare_seconds or more
-        left to play and is past its own first head_start_seconds. A listener with no audio yet never waits. A head
-        start's own blocks must not wait for the head start: Home Assistant's conversion releases its first sound
-        only once 5 s are written, so a block made and held back is that much later first sound."""
-        slack = _urgency(sink)
-        if slack == float("-inf"):
-            return False
-        if level == FIRST_AUDIO:
-            return slack > -self._spare_seconds
-        clock: PlaybackClock | None = getattr(sink, "clock", None)
-        in_head_start = clock is not None and clock.written < self._head_start_seconds
-        return level == HEAD_START and slack >= self._spare_seconds and not in_head_start
-
-    def _decode_block(self, seq_id: int, stream: _Stream, sink: AudioSink) -> None:
+    def _decode_block(self, seq_id: int, stream: _Stream, sink: Handle) -> None:
         """The stream's next decoder block, its audio to the sink at once; an ending stream's last frames (fewer than
         a block) are its last chunk, and once nothing is left the sink finishes. The blocks fall at the same frames
         whenever the frames came, so the audio never depends on timing."""
         if not stream.pending:  # ending, everything decoded
             del self._streams[seq_id]
-            self._first_out.discard(seq_id)
+            self._pacing.stream_ended(seq_id)
             sink.finish()
             return
         frames = min(self._decoder.block_frames, len(stream.pending))
         pcm = self._decoder.push(stream.state, np.stack(stream.pending[:frames]))
         del stream.pending[:frames]
         sink.put(pcm16(pcm))
-        self._mark_first_out(seq_id)
-
-    def _mark_first_out(self, seq_id: int) -> None:
-        if seq_id not in self._first_out:
-            self._first_out.add(seq_id)
-            self._block_out.set()
+        self._pacing.block_out(seq_id)
 
     @contextlib.contextmanager
-    def _ending_on_failure(self, seq_id: int, sink: AudioSink) -> Iterator[None]:
+    def _ending_on_failure(self, seq_id: int, sink: Handle) -> Iterator[None]:
         """A decoder failure ends this reply only."""
         try:
             yield
@@ -250,10 +198,10 @@ class CodecWorker:
                 sink.fail(error)
             else:
                 self._failed.add(seq_id)
-                self._mark_first_out(seq_id)  # no block will come: the engine must not wait for one
+                self._pacing.block_out(seq_id)  # no block will come: the engine must not wait for one
                 self._on_failure(seq_id, error)
 
-    def _handle(self, kind: str, seq_id: int, sink: AudioSink, payload) -> None:
+    def _handle(self, kind: str, seq_id: int, sink: Handle, payload) -> None:
         if seq_id in self._failed:
             if kind in ("prime", "frame"):
                 return  # its decoder state is gone: decoding on from zero would be wrong audio
@@ -282,7 +230,7 @@ class CodecWorker:
             live.sink, live.closing = sink, True  # decoded in its listener's turn (_run), then finished
             return
         self._streams.pop(seq_id, None)
-        self._first_out.discard(seq_id)  # its last job
+        self._pacing.stream_ended(seq_id)  # its last job
         if kind == "close":
             sink.finish()
         elif kind == "fail":
@@ -291,10 +239,9 @@ class CodecWorker:
             sink.fail(RequestFailed("the request was aborted"))
 
 
-def _urgency(sink: AudioSink | None) -> float:
+def _urgency(clock: PlaybackClock | None) -> float:
     """Sorts a ready stream: no audio written yet first, then the least slack. Sinks without a playback clock
     (offline callers, tests) count as urgent."""
-    clock: PlaybackClock | None = getattr(sink, "clock", None)
     slack = clock.slack() if clock is not None else None
     return float("-inf") if slack is None else slack
 

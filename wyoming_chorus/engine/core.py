@@ -20,23 +20,23 @@ from dataclasses import replace
 import numpy as np
 
 from wyoming_chorus.config import EngineSettings, SchedulerSettings
-from wyoming_chorus.engine.audio_output import AudioSink, CodecWorker
+from wyoming_chorus.engine.audio_output import CodecWorker
 from wyoming_chorus.engine.blocks import BlockManager
 from wyoming_chorus.engine.device import available_devices, cpu_facts, resolve_device
-from wyoming_chorus.engine.first_audio_hold import FirstAudioHold
 from wyoming_chorus.engine.lm_precision import lm_precision
 from wyoming_chorus.engine.messages import Abort, Add, CheckIntegrity, CodecFailed, FeedText, Message, Promote, Stop
-from wyoming_chorus.engine.playback_policy import policy_for
+from wyoming_chorus.engine.pacing import pacing_for
 from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
 from wyoming_chorus.engine.scheduler import ScheduledEntry, Scheduler
 from wyoming_chorus.engine.sequence import FinishReason, Sequence
 from wyoming_chorus.engine.stats import EngineStats, StepReport
 from wyoming_chorus.engine.step_cost import StepCost, probe_batches
 from wyoming_chorus.engine.step_metrics import StepMetrics, playback_slack
-from wyoming_chorus.engine.urgent_steps import UrgentSteps, codec_level
+from wyoming_chorus.engine.streaming_codec import BLOCK_FRAMES
 from wyoming_chorus.errors import QueueFull, RequestFailed
 from wyoming_chorus.metrics import Metrics
 from wyoming_chorus.modeldir.manifest import ModelDir
+from wyoming_chorus.speech.api import Handle
 
 _LOG = logging.getLogger(__name__)
 
@@ -70,16 +70,10 @@ class EngineCore:
         self.sample_rate = model.manifest.sample_rate
         self.step_cost = StepCost()
         frame_seconds = model.manifest.samples_per_frame / model.manifest.sample_rate
-        self._playback = policy_for(scheduling or SchedulerSettings(), self.step_cost, frame_seconds)
-        # Under the playback policy the codec holds back blocks of listeners who lose little by waiting while the
-        # engine makes frames others wait for: a new reply's first, a head start's (engine/urgent_steps.py).
-        self._urgent = UrgentSteps() if self._playback is not None else None
+        # The playback policy (scheduler.policy): the scheduler, this thread and the codec's all ask it.
+        self.pacing = pacing_for(scheduling or SchedulerSettings(), self.step_cost, frame_seconds, BLOCK_FRAMES)
         self.codec = CodecWorker(model, settings.codec_precision, settings.inference_precision,
-                                 on_failure=self._codec_failed, urgent=self._urgent,
-                                 spare_seconds=self._playback.limits.min_slack_seconds if self._playback else 1.0,
-                                 head_start_seconds=self._playback.limits.head_start_seconds if self._playback else 5.0)
-        # ... and the engine steps aside while a reply's first block waits at the codec (engine/first_audio_hold.py).
-        self._hold = FirstAudioHold(self.codec, self._playback.waits_for_first_audio) if self._playback else None
+                                 on_failure=self._codec_failed, pacing=self.pacing)
         self._observer = StepMetrics(self.metrics, self.step_cost, frame_seconds, settings.max_batch)
         self._max_batch = settings.max_batch
         # Owned by whoever steps (the engine thread once started): the scheduler and its block pool, the sink of
@@ -90,9 +84,9 @@ class EngineCore:
             max_waiting=settings.max_waiting,
             token_budget=settings.step_token_budget,
             policy=settings.policy,
-            playback=self._playback,
+            pacing=self.pacing,
         )
-        self._sinks: dict[int, AudioSink | None] = {}
+        self._sinks: dict[int, Handle | None] = {}
         self._stopping = False
         self._steps = self._frames = 0
         # The one way into the engine. `_accepting` says whether a message put now will still be read: by the caller
@@ -154,7 +148,7 @@ class EngineCore:
         self._scheduler.check_integrity()
 
     # ---- what other threads send (the front-end thread; stop from the caller's) --------------------------------
-    def add(self, seq: Sequence, sink: AudioSink | None) -> bool:
+    def add(self, seq: Sequence, sink: Handle | None) -> bool:
         """Runs `seq`, its audio going to `sink` (whose `put`, `add_codes`, `finish` and `fail` the codec thread
         calls); False when the engine is not running. A deferred `seq` (audio made ahead of need) runs only where
         it takes no place another request waits for, until it is promoted. With no sink (offline, before start)
@@ -191,22 +185,14 @@ class EngineCore:
         self._read_messages()
         entries = self._scheduler.schedule()
         preempted = len(self._scheduler.preempted)  # with or without entries: a victim's place goes next time
-        if self._urgent is not None and self._playback is not None:  # both exist under the playback policy only
-            self._urgent.mark(codec_level(self._playback, [entry.seq for entry in entries]))
+        self.pacing.mark([entry.seq for entry in entries])
         if entries:
-            report = self._run_batch(entries, preempted, self._sat_out_tiers())
+            report = self._run_batch(entries, preempted, self.pacing.sat_out_tiers(self._scheduler.sat_out))
         else:
             self._scheduler.check_integrity()
             report = StepReport(preempted, self._scheduler.has_work())
         self._stats = self._snapshot()
         return report
-
-    def _sat_out_tiers(self) -> tuple[str, ...]:
-        """The playback tier of each request the policy sat out of this step (chorus_playback_sat_out_total)."""
-        if self._playback is None:
-            return ()
-        tiers = self._playback.tiers
-        return tuple(tiers[seq.id] for seq in self._scheduler.sat_out if seq.id in tiers)
 
     def _run_batch(self, entries: list[ScheduledEntry], preempted: int, sat_out: tuple[str, ...] = ()) -> StepReport:
         started = time.perf_counter()
@@ -249,7 +235,7 @@ class EngineCore:
             while not (self._stopping and not self._scheduler.has_work()):
                 if idle:
                     self._wait_for_message()
-                elif self._hold is not None and self._hold.wait(
+                elif self.pacing.hold_engine(
                         seq for seq in self._scheduler.running if self._sinks.get(seq.id) is not None):
                     continue
                 report = self.step()

@@ -16,6 +16,7 @@ the whole run let a step at batch 1 run beside the last block). Messages sent me
 """
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Protocol
@@ -30,13 +31,47 @@ WAIT_SECONDS = 0.1
 
 
 class FirstBlocks(Protocol):
-    """The codec thread's side (engine/audio_output.CodecWorker)."""
+    """What the hold reads of the codec thread's progress (FirstBlocksOut; tests script it)."""
 
     @property
     def block_frames(self) -> int: ...
     def first_block_out(self, seq_id: int) -> bool: ...
     def clear_block_signal(self) -> None: ...
     def wait_for_a_first_block(self, timeout: float) -> bool: ...
+
+
+class FirstBlocksOut:
+    """Which replies' first block the codec thread has handed over (or whose decoding failed), until their stream
+    ends. The codec thread writes it (through the pacing it was given), the engine thread reads it: set membership is
+    atomic, and a block handed over after the engine's look sets the Event it waits on, so no lock is needed."""
+
+    def __init__(self, block_frames: int):
+        self.block_frames = block_frames  # a reply's first block is made once it has this many frames
+        self._out: set[int] = set()
+        self._signal = threading.Event()  # set whenever a reply joins _out
+
+    # ---- the codec thread --------------------------------------------------------------------------------------
+    def handed_over(self, seq_id: int) -> None:
+        """A block of the reply went to its sink (or none will come: its decoding failed)."""
+        if seq_id not in self._out:
+            self._out.add(seq_id)
+            self._signal.set()
+
+    def ended(self, seq_id: int) -> None:
+        self._out.discard(seq_id)
+
+    # ---- the engine thread -------------------------------------------------------------------------------------
+    def first_block_out(self, seq_id: int) -> bool:
+        return seq_id in self._out
+
+    def clear_block_signal(self) -> None:
+        """Before the engine looks at first_block_out: a block handed over after that sets the signal again."""
+        self._signal.clear()
+
+    def wait_for_a_first_block(self, timeout: float) -> bool:
+        """Until some reply's first block is handed over (since clear_block_signal), or `timeout` seconds; whether
+        one was."""
+        return self._signal.wait(timeout)
 
 
 class FirstAudioHold:

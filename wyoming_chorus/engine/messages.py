@@ -9,21 +9,18 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from wyoming_chorus.engine.sequence import Sequence
-
-if TYPE_CHECKING:
-    from wyoming_chorus.engine.audio_output import AudioSink
+from wyoming_chorus.speech.api import Handle
 
 
 @dataclass(frozen=True)
 class Add:
     """A new request and the sink its audio goes to (None: an offline request, whose frames its caller reads)."""
     seq: Sequence
-    sink: AudioSink | None
+    sink: Handle | None
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from wyoming_chorus.config import SchedulerSettings
-
 from .sequence import Sequence
 from .step_cost import StepCost
 
@@ -113,10 +111,3 @@ class PlaybackPolicy:
         cost = self.cost.predict(batch)
         return cost is None or cost <= self.frame_seconds
 
-
-def policy_for(scheduling: SchedulerSettings, cost: StepCost, frame_seconds: float) -> PlaybackPolicy | None:
-    """The policy scheduler.* asks for; None for fcfs (every running request takes every step)."""
-    if scheduling.policy != "playback":
-        return None
-    limits = PlaybackLimits(scheduling.head_start_seconds, scheduling.min_slack_seconds, scheduling.max_slack_seconds)
-    return PlaybackPolicy(limits, cost, frame_seconds)

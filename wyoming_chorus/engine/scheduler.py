@@ -11,7 +11,7 @@ from itertools import chain
 import numpy as np
 
 from .blocks import BlockManager, IntegrityError
-from .playback_policy import PlaybackPolicy
+from .pacing import Pacing
 from .sequence import FinishReason, Sequence, SequenceStatus, StepOutput
 
 
@@ -36,7 +36,7 @@ class StepResult:
 
 class Scheduler:
     def __init__(self, blocks: BlockManager, max_running: int, max_waiting: int, token_budget: int,
-                 policy: Policy | str = Policy.CONTINUOUS, playback: PlaybackPolicy | None = None):
+                 policy: Policy | str = Policy.CONTINUOUS, pacing: Pacing | None = None):
         if max_running < 1 or max_waiting < 0:
             raise ValueError(f"need max_running >= 1 and max_waiting >= 0, got {max_running} and {max_waiting}")
         if token_budget < max_running:
@@ -47,7 +47,7 @@ class Scheduler:
         self.max_waiting = max_waiting
         self.token_budget = token_budget
         self.policy = Policy(policy)
-        self.playback = playback  # None: every running request takes every step (first come, first served)
+        self.pacing = pacing or Pacing()  # who sits a step out (engine/pacing.py); by default nobody
         self.waiting: deque[Sequence] = deque()  # arrival order; preempted requests go back to the front
         self.running: list[Sequence] = []  # the batch, in admission order: the last one is the first preempted
         self.parked: list[Sequence] = []  # hold blocks, out of the batch until their text comes; oldest first
@@ -119,7 +119,7 @@ cut from its next step. An entry emits a frame when its chunk reaches the reques
         self._make_room_for_urgent()
         entries: list[ScheduledEntry] = []
         budget = self.token_budget
-        sitting_out = self.playback.skipped(self.running) if self.playback else set()
+        sitting_out = self.pacing.skipped(self.running)
         for seq in list(self.running):
             if seq.status is not SequenceStatus.RUNNING or seq.id in sitting_out:
                 continue  # preempted earlier in this loop for an older request, or its listener has audio enough
@@ -138,8 +138,8 @@ cut from its next step. An entry emits a frame when its chunk reaches the reques
         if not self.preempted and (self.policy is Policy.CONTINUOUS or not self.running):
             decodes = len(entries)
             self._admit(entries, budget)
-            if self.playback is not None and len(entries) > decodes:
-                late = self.playback.skipped(self.running) - sitting_out
+            if len(entries) > decodes:
+                late = self.pacing.skipped(self.running) - sitting_out
                 entries = [e for i, e in enumerate(entries) if i >= decodes or e.seq.id not in late]
                 sitting_out |= late
         self.sat_out = [seq for seq in self.running

@@ -20,12 +20,15 @@ import numpy as np
 import openvino as ov
 
 SAMPLES_PER_FRAME = 1920
+# Frames per decoder block: a reply's first audio needs this many (or its end); the playback policy's first-audio hold
+# counts on it (engine/pacing.py).
+BLOCK_FRAMES = 4
 _PADDING_CODE = -1
 
 
 class StreamingCodecDecoder:
     def __init__(self, model: ov.Model | str | os.PathLike, inference_precision: str = "", device: str = "CPU",
-                 block_frames: int = 4):
+                 block_frames: int = BLOCK_FRAMES):
         """model: the (stateful) codec decoder graph or its .xml; inference_precision: "" (the plugin default),
         "f32", "bf16" or "f16"; block_frames: frames per decoder call (a push of fewer still costs a block)."""
         if block_frames < 1:

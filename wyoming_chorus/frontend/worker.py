@@ -24,7 +24,7 @@ from wyoming_chorus.engine.sequence import Sequence
 from wyoming_chorus.errors import EngineError, RequestFailed
 from wyoming_chorus.frontend.language import choose_language, unspoken_note
 from wyoming_chorus.frontend.requests import RequestBuilder, TextFeed
-from wyoming_chorus.playback_clock import PlaybackClock
+from wyoming_chorus.speech.api import Handle
 
 _LOG = logging.getLogger(__name__)
 
@@ -32,41 +32,10 @@ _LOG = logging.getLogger(__name__)
 _LANGUAGE_WORDS = 8
 
 
-class TextRequest(Protocol):
-    """What the front end reads of a request (wyoming_chorus.speech.api.Request)."""
-    @property
-    def text(self) -> str | None: ...
-    @property
-    def voice(self) -> str | None: ...
-    @property
-    def speaker(self) -> str | None: ...
-    @property
-    def language(self) -> str | None: ...
-    @property
-    def seed(self) -> int | None: ...
-    @property
-    def deferred(self) -> bool: ...
-    @property
-    def clock(self) -> PlaybackClock | None: ...
-
-
-class Client(Protocol):
-    """The request's handle (wyoming_chorus.speech.api.Handle): the engine's audio sink, told what was chosen."""
-    @property
-    def request(self) -> TextRequest: ...
-
-    def started(self, voice: str, language: str | None, language_detected: bool, unspoken: str | None = None) -> None:
-        ...
-    def put(self, pcm: bytes) -> None: ...
-    def add_codes(self, codes: np.ndarray) -> None: ...
-    def finish(self) -> None: ...
-    def fail(self, error: BaseException) -> None: ...
-
-
 class EngineInbox(Protocol):
     """The engine core's message methods (wyoming_chorus.engine.core.EngineCore)."""
 
-    def add(self, seq: Sequence, sink: Client) -> bool: ...
+    def add(self, seq: Sequence, sink: Handle) -> bool: ...
     def feed(self, seq_id: int, rows: np.ndarray, frame_cap: int, close: bool) -> None: ...
     def promote(self, seq_id: int) -> None: ...
     def abort(self, seq_id: int) -> None: ...
@@ -75,7 +44,7 @@ class EngineInbox(Protocol):
 @dataclass(frozen=True)
 class Open:
     ticket: Ticket
-    handle: Client
+    handle: Handle
 
 
 @dataclass(frozen=True)
@@ -113,7 +82,7 @@ class Ticket:
 
     def __init__(self, front_end: FrontEnd):
         self._front_end = front_end
-        self.handle: Client | None = None
+        self.handle: Handle | None = None
         self.text = ""                     # an open text's pieces while it waits to start
         self.closed = False                # the text is complete
         self.is_needed = False             # Handle.needed() came
@@ -121,7 +90,7 @@ class Ticket:
         self.seq_id: int | None = None     # in the engine
         self.feed_rows: TextFeed | None = None
 
-    def open(self, handle: Client) -> None:
+    def open(self, handle: Handle) -> None:
         self._front_end.post(Open(self, handle))
 
     def feed(self, handle: object, text: str) -> None:

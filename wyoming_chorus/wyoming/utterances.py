@@ -10,21 +10,14 @@ language detector and the first frames something to go on; a complete short sent
 from __future__ import annotations
 
 import re
-from typing import Protocol
+
+from wyoming_chorus.speech.api import Handle
 
 FIRST_WORDS = 3
 
 _WHITESPACE = re.compile(r"\s+")
 _ENDERS = ".!?;:…。！？"
 _CLOSERS = "\"')]}»”’"
-
-
-class TextTarget(Protocol):
-    """Where an utterance's pieces go: the handle of the request that speaks it (wyoming_chorus.speech.api.Handle)."""
-
-    def feed(self, text: str) -> None: ...
-    def close(self) -> None: ...
-    def cancel(self, error: BaseException | None = None) -> None: ...
 
 
 class Utterance:
@@ -34,7 +27,7 @@ class Utterance:
     def __init__(self, first: str):
         self._pieces = [first]
         self._end: BaseException | bool = False  # True: closed; an error: failed
-        self._target: TextTarget | None = None
+        self._target: Handle | None = None
 
     @property
     def closed(self) -> bool:
@@ -61,7 +54,7 @@ class Utterance:
             if self._target is not None:
                 self._target.cancel(error)
 
-    def attach(self, target: TextTarget) -> None:
+    def attach(self, target: Handle) -> None:
         """Every piece so far goes to `target`, then the end if it came; later ones as they come."""
         self._target = target
         for piece in self._pieces:
