@@ -5,8 +5,11 @@ to play: the audio written so far minus the time since the first chunk was writt
 the listener ran dry (slack below zero), the reply has *underrun*: the listener heard silence for that long and
 resumes playing from the new chunk, so the clock's origin moves on by the silence.
 
-Written on the event loop (`wrote`), read by the engine thread (`snapshot`, `slack`) without a lock: the state is
-one tuple replaced as a whole, so a reader always sees a pair the writer published.
+A reply that cannot be made as fast as it is spoken may be held before its first chunk (engine/first_chunk_hold.py):
+the engine plans the hold (`plan_hold`), the writer asks when its first chunk may go out (`release_at`).
+
+Written on the event loop (`wrote`, `release_at`), read by the engine thread (`snapshot`, `slack`, `first_ready`)
+without a lock: each state is one value or tuple replaced as a whole, so a reader always sees what a writer published.
 """
 from __future__ import annotations
 
@@ -14,10 +17,28 @@ import time
 
 
 class PlaybackClock:
-    __slots__ = ("_state",)
+    __slots__ = ("_state", "_hold", "began", "first_ready")
 
-    def __init__(self) -> None:
+    def __init__(self, now: float | None = None) -> None:
         self._state: tuple[float | None, float] = (None, 0.0)  # (when playback started, seconds written)
+        # When the reply began: a satellite's patience for the first sound counts from about here.
+        self.began = time.monotonic() if now is None else now
+        self._hold: tuple[float, float] = (0.0, self.began)  # (seconds the first chunk waits, its latest release)
+        self.first_ready: float | None = None  # when the first chunk reached the writer
+
+    def plan_hold(self, seconds: float, latest: float) -> None:
+        """The engine's plan: the first chunk waits `seconds` once it is at the writer, if it can still go out by
+        `latest` (a monotonic time); else it goes out at once."""
+        self._hold = (seconds, latest)
+
+    def release_at(self, now: float | None = None) -> float:
+        """When the first chunk, at the writer now (or since its first call), may go out: after the planned hold if
+        that ends by its latest release, else at once (a shorter wait would only move silence, not end it)."""
+        if self.first_ready is None:
+            self.first_ready = time.monotonic() if now is None else now
+        seconds, latest = self._hold
+        release = self.first_ready + seconds
+        return release if release <= latest else self.first_ready
 
     def wrote(self, seconds: float, now: float | None = None) -> float:
         """`seconds` of audio were just written. Returns how long the listener had run dry before it (0.0 if not)."""
