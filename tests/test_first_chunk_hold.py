@@ -130,3 +130,23 @@ def test_while_a_reply_is_held_readers_running_dry_keep_their_steps():
     new_clock.release_at(now=time.now)  # its first chunk reached the writer: held there, nothing written yet
     assert pacing.skipped([new, reader, other]) == set()
     assert not pacing.steps.waits_for_first_audio(new)
+
+
+def test_a_short_reply_heard_whole_so_far_goes_first_until_its_first_gap():
+    """Past the box's capacity (one step of three takes 0.2 s for 0.08 s of audio) an announcement (60 characters:
+    ~4 s) with no gap so far runs first, and readers running dry (long texts) join only while the step stays real
+    time: it stays whole, they gap. Once it has gapped anyway it is one reply among the others."""
+    time = Time()
+    policy = PlaybackPolicy(PlaybackLimits(), step_cost(b1=0.05, b3=0.2), FRAME, now=time)
+    announcement_clock = PlaybackClock(text_length=lambda: 60)
+    announcement_clock.wrote(1.0, now=time.now - 0.6)  # 0.4 s left
+    reader_clocks = [PlaybackClock(text_length=lambda: 1200) for _ in range(2)]
+    for clock in reader_clocks:
+        clock.wrote(10.0, now=time.now - 9.8)  # 0.2 s left: less than the announcement
+    announcement = sentence(1, 60, announcement_clock)
+    readers = [sentence(2 + n, 250, clock) for n, clock in enumerate(reader_clocks)]
+    assert policy.skipped([announcement, *readers]) == {2, 3}
+    assert policy.tiers[1] == "head_start" and policy.tiers[2] == "low_slack"
+    announcement_clock.wrote(0.08, now=time.now + 1.0)  # a gap: 0.6 s of silence
+    time.now += 1.0
+    assert policy.skipped([announcement, *readers]) == set()

@@ -14,13 +14,18 @@ without a lock: each state is one value or tuple replaced as a whole, so a reade
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 
 class PlaybackClock:
-    __slots__ = ("_state", "_hold", "began", "first_ready")
+    __slots__ = ("_state", "_hold", "began", "first_ready", "underruns", "text_length")
 
-    def __init__(self, now: float | None = None) -> None:
+    def __init__(self, now: float | None = None, text_length: Callable[[], int] | None = None) -> None:
+        """`text_length`: the reply's characters so far (the writer's; read by the engine for the reply's expected
+        length)."""
         self._state: tuple[float | None, float] = (None, 0.0)  # (when playback started, seconds written)
+        self.underruns = 0  # times the listener ran dry so far
+        self.text_length = text_length
         # When the reply began: a satellite's patience for the first sound counts from about here.
         self.began = time.monotonic() if now is None else now
         self._hold: tuple[float, float] = (0.0, self.began)  # (seconds the first chunk waits, its latest release)
@@ -50,8 +55,13 @@ class PlaybackClock:
         dry = (now - origin) - written
         if dry > 0:
             origin += dry  # it plays on from this chunk: the silence shifts the rest of the reply
+            self.underruns += 1
         self._state = (origin, written + seconds)
         return max(dry, 0.0)
+
+    def expected_seconds(self, seconds_per_character: float) -> float | None:
+        """The reply's expected audio from its text so far; None when the writer did not say its text's length."""
+        return None if self.text_length is None else self.text_length() * seconds_per_character
 
     def snapshot(self) -> tuple[float | None, float]:
         """(when playback started or None before the first chunk, seconds written)."""

@@ -11,8 +11,7 @@ reply to before it, and the first sound is what a household feels most.
 
 The rate is that of a request that takes every step of a batch of all running requests (the measured StepCost): the
 cautious one, since under the playback policy a reply with no audio out yet always takes its step. The length is the
-sentence's expected audio (`expected_frames`): a reply's first sentence is what its first chunk starts; the sentences
-after it are made while it plays (the server's lookahead), their gaps are counted, not planned for.
+reply's expected audio from its text so far (SECONDS_PER_CHARACTER), or without it its sentence's (`expected_frames`).
 """
 from __future__ import annotations
 
@@ -25,6 +24,9 @@ from .step_cost import StepCost
 # a word in English, and a little over, since a longer guess only plans a longer hold. A sentence's frame cap
 # (a benchmark's exact length, a real model's bound) caps it.
 FRAMES_PER_TEXT_ROW = 4.0
+# Seconds of speech per character of a reply's text: ~2.5 words a second, ~5.6 characters a word with its space
+# (English; a language with denser script is guessed shorter than it is spoken).
+SECONDS_PER_CHARACTER = 0.07
 
 
 def expected_frames(seq: Sequence) -> float:
@@ -66,5 +68,7 @@ class FirstChunkHold:
             if clock is None or seq.deferred or clock.first_ready is not None or clock.written > 0:
                 continue
             made = len(seq.frames) * self.frame_seconds
-            rest = max(0.0, expected_frames(seq) * self.frame_seconds - made)
+            reply = clock.expected_seconds(SECONDS_PER_CHARACTER)  # the whole reply, when its writer says its text
+            expected = expected_frames(seq) * self.frame_seconds if reply is None else reply
+            rest = max(0.0, expected - made)
             clock.plan_hold(hold_seconds(rest, made, rate), clock.began + self.max_first_audio_seconds)

@@ -27,7 +27,7 @@ from wyoming_chorus.playback_clock import PlaybackClock
 
 from .first_audio_hold import FirstAudioHold, FirstBlocksOut
 from .first_chunk_hold import FirstChunkHold
-from .playback_policy import PlaybackLimits, PlaybackPolicy
+from .playback_policy import PlaybackLimits, PlaybackPolicy, short_and_whole
 from .sequence import Sequence
 from .step_cost import StepCost
 from .urgent_steps import FIRST_AUDIO, HEAD_START, QUIET, UrgentSteps, codec_level
@@ -111,12 +111,13 @@ class PlaybackPacing(Pacing):
     def _held(self, level: int, clock: PlaybackClock | None) -> bool:
         """Whether this listener's next block waits while the engine runs at `level`: if it has min_slack_seconds or
         more left to play (it loses nothing by it: a listener that plays at once hears every later block as a gap),
-        and during a head start only once past its own first head_start_seconds (a head start's own blocks must not
-        wait for the head start: a conversion that holds the first head_start_seconds would hear them that much
-        later). A listener with no audio yet never waits."""
+        and during a head start only if it has none itself (a head start's own blocks must not wait for the head
+        start: a short reply is kept whole by them, and a conversion that holds the first head_start_seconds hears
+        them that much later). A listener with no audio yet never waits."""
         if clock is None or (slack := clock.slack()) is None or slack < self.limits.min_slack_seconds:
             return False
-        return level == FIRST_AUDIO or (level == HEAD_START and clock.written >= self.limits.head_start_seconds)
+        in_head_start = clock.written < self.limits.head_start_seconds or short_and_whole(clock)
+        return level == FIRST_AUDIO or (level == HEAD_START and not in_head_start)
 
     def block_out(self, seq_id: int) -> None:
         self.first_blocks.handed_over(seq_id)

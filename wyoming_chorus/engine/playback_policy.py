@@ -7,7 +7,8 @@ in this order, while the step's cost allows:
 
 1. *first*: no audio out yet (its first chunk not yet at the writer, or held there: engine/first_chunk_hold.py);
    with `head_start_seconds` > 0, also a reply silent that long (it starts over, so none starves);
-2. *head start* (only with `head_start_seconds` > 0): less than that written, the least audio written first;
+2. *head start*: a short reply (at most SHORT_REPLY_SECONDS left to make, by its text) heard with no gap so far,
+   or with `head_start_seconds` > 0 one with less than that written; the least audio written first;
 3. *low slack*: less than `min_slack_seconds` of audio left to play, the reply with the least audio delivered first;
 4. the rest, least slack first. One with more than `max_slack_seconds` left skips the step (keeping its blocks and
    its place in the batch): it gives its step to those that would otherwise fall behind.
@@ -28,12 +29,28 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from wyoming_chorus.playback_clock import PlaybackClock
+
+from .first_chunk_hold import SECONDS_PER_CHARACTER
 from .sequence import Sequence
 from .step_cost import StepCost
 
 # The tiers above, each step; the last four name the label of chorus_playback_sat_out_total (FIRST always runs).
 FIRST, HEAD_START, LOW_SLACK, SLACK, FULL = "first", "head_start", "low_slack", "slack", "full"
 TIERS = (FIRST, HEAD_START, LOW_SLACK, SLACK, FULL)
+
+
+# A reply whose text leaves at most this much audio to make, heard with no gap so far, has a head start: an
+# announcement (5-15 words) is, an assistant's reply or a read-out is not until its last seconds.
+SHORT_REPLY_SECONDS = 8.0
+
+
+def short_and_whole(clock: PlaybackClock) -> bool:
+    """A short reply (by its text) whose listener has heard no gap yet: past the box's capacity, running it first is
+    what keeps it whole. One that gaps anyway (too many short ones at once) loses its head start at its first gap,
+    so the head starts never keep the box below its full batch for long."""
+    expected = clock.expected_seconds(SECONDS_PER_CHARACTER)
+    return clock.underruns == 0 and expected is not None and expected - clock.written <= SHORT_REPLY_SECONDS
 
 
 @dataclass(frozen=True)
@@ -105,9 +122,10 @@ class PlaybackPolicy:
         return seq.clock is not None and seq.clock.written == 0 and seq.clock.first_ready is None
 
     def in_first_seconds(self, seq: Sequence) -> bool:
-        """Its listener waits for the reply's first head_start_seconds (fewer written so far); False without a
-        listener (nobody to hurry for)."""
-        return seq.clock is not None and seq.clock.written < self.limits.head_start_seconds
+        """It has a head start: its listener waits for the reply's first head_start_seconds (fewer written so far),
+        or it is a short reply heard with no gap so far (`short_and_whole`); False without a listener."""
+        clock = seq.clock
+        return clock is not None and (clock.written < self.limits.head_start_seconds or short_and_whole(clock))
 
     def _real_time(self, batch: int) -> bool:
         cost = self.cost.predict(batch)

@@ -116,7 +116,7 @@ class Speaker:
         audio = self._audio_out()
         self._speaking = (reply, audio)
         log = ReplyLog(self._peer, engine.sample_rate, SAMPLE_WIDTH * CHANNELS)
-        listener = _Listener(self._metrics, engine.sample_rate * SAMPLE_WIDTH * CHANNELS)
+        listener = _Listener(self._metrics, engine.sample_rate * SAMPLE_WIDTH * CHANNELS, lambda: reply.characters)
         voice = reply.voice or SynthesizeVoice()
         status, counted = "aborted: the client left", "aborted"  # unless it gets further than a cancellation
         try:
@@ -150,8 +150,8 @@ class Speaker:
 class _Listener:
     """One reply's playback clock as its listener hears it, and the playback metrics it feeds."""
 
-    def __init__(self, metrics: Metrics, bytes_per_second: int):
-        self.clock = PlaybackClock()
+    def __init__(self, metrics: Metrics, bytes_per_second: int, text_length: Callable[[], int]):
+        self.clock = PlaybackClock(text_length=text_length)
         self._metrics = metrics
         self._bytes_per_second = bytes_per_second
         self._gaps = False  # it has underrun
