@@ -1,7 +1,8 @@
 """Playback as each reply's listener hears it, over real TCP against the real engine (tiny model): a stream whose
-second sentence comes after the first one's audio has played out is an underrun; every reply observes its time to
-Home Assistant's first sound, and the engine its requests' slack; and under scheduler.policy playback (the default),
-a reply with plenty of audio buffered sits out the steps of a new announcement."""
+second sentence comes after the first one's audio has played out is an underrun; one room made faster than it is
+spoken is heard with no gap; every reply observes its first chunk, and the engine its requests' slack; and under
+scheduler.policy playback (the default), a reply with plenty of audio buffered sits out the steps of a new
+announcement."""
 from __future__ import annotations
 
 import asyncio
@@ -9,6 +10,9 @@ import asyncio
 import pytest
 from wyoming.client import AsyncTcpClient
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
+
+from chorus_tools.bench.listener import HA_2026_11
+from chorus_tools.client import speak, tcp_uri
 
 from helpers import HOST, SENTENCE, TIMEOUT, ServiceThread, audio, free_port, read_until, send
 
@@ -40,7 +44,7 @@ async def first_sentence(client: AsyncTcpClient) -> float:
 async def test_a_sentence_that_comes_after_the_audio_ran_out_is_counted_as_an_underrun(chorus):
     underruns = sample(chorus, "chorus_playback_underruns_total")
     silence = sample(chorus, "chorus_playback_underrun_seconds_total")
-    first_sounds = sample(chorus, "chorus_time_to_5s_audio_seconds_count")
+    first_sounds = sample(chorus, "chorus_reply_first_chunk_seconds_count")
     slack_seen = sample(chorus, "chorus_playback_slack_seconds_count")
     async with AsyncTcpClient(HOST, chorus.port) as client:
         await client.write_event(SynthesizeStart().event())
@@ -53,17 +57,34 @@ async def test_a_sentence_that_comes_after_the_audio_ran_out_is_counted_as_an_un
     assert [e.type for e in events][-2:] == ["audio-stop", "synthesize-stopped"]
     assert sample(chorus, "chorus_playback_underruns_total") - underruns >= 1
     assert sample(chorus, "chorus_playback_underrun_seconds_total") - silence >= 2.0
-    assert sample(chorus, "chorus_time_to_5s_audio_seconds_count") - first_sounds == 1
+    assert sample(chorus, "chorus_reply_first_chunk_seconds_count") - first_sounds == 1
     # The second sentence ran while its reply's listener was hearing (or waiting for) audio: the engine saw slack.
     assert sample(chorus, "chorus_playback_slack_seconds_count") > slack_seen
 
 
 async def test_every_reply_observes_its_first_sound_once(chorus):
     """Whether a one-shot reply underruns depends on how fast this machine makes it: not asserted."""
-    first_sounds = sample(chorus, "chorus_time_to_5s_audio_seconds_count")
+    first_sounds = sample(chorus, "chorus_reply_first_chunk_seconds_count")
     pcm = audio(await send(chorus.port, Synthesize(SENTENCE).event()))
     assert pcm
-    assert sample(chorus, "chorus_time_to_5s_audio_seconds_count") - first_sounds == 1
+    assert sample(chorus, "chorus_reply_first_chunk_seconds_count") - first_sounds == 1
+
+
+async def test_one_room_made_faster_than_it_is_spoken_plays_with_no_gap(chorus):
+    """The tiny model makes a reply several times faster than it is spoken (RTF < 1). A listener that plays from the
+    first chunk (Home Assistant 2026.11, chorus_tools/bench/listener.py) hears all three sentences with no gap, and
+    the server counts none: the next sentence is made while one plays, and nothing holds a chunk back."""
+    underruns = sample(chorus, "chorus_playback_underruns_total")
+    whole = sample(chorus, "chorus_replies_gap_free_total")
+    reply = await speak(tcp_uri(chorus.port), "Hi there. The kitchen lights are on. The garden door is open.",
+                        timeout=TIMEOUT)
+    assert reply.complete and reply.error is None and reply.audio_s > 5.0
+    assert reply.ended is not None and reply.started is not None
+    assert (reply.ended - reply.started) / reply.audio_s < 1  # the case this test is about
+    heard = HA_2026_11.hear(reply.started, reply.chunks)
+    assert (heard.underruns, heard.underrun_s) == (0, 0.0)
+    assert sample(chorus, "chorus_playback_underruns_total") == underruns
+    assert sample(chorus, "chorus_replies_gap_free_total") == whole + 1
 
 
 def batch_steps(chorus) -> dict[str, float]:

@@ -17,9 +17,14 @@ What is measured, and how:
   still running when every other request of a scenario has ended are cut there (their RTF is then over the part they
   ran): running them to their end would take minutes per scenario at 0.6b on two cores (`--full-readouts`).
 - Per request (client side): time to first audio (first text sent -> first audio-chunk), RTF = wall time from the first
-  text to the last audio / seconds of audio. Per scenario: aggregate audio seconds per wall second, errors; from the
-  server's /metrics (before/after deltas, gauges sampled every 0.5 s): mean step time and batch size, frames,
-  preemptions, peak KV blocks used; peak RSS of the server process (VmHWM in /proc/PID/status).
+  text to the last audio / seconds of audio; and what its household hears through Home Assistant 2026.11
+  (chorus_tools/bench/listener.py: playback from the first chunk, ~0.1 s later, then at 1x): the first sound, every
+  gap (underrun seconds), whether a satellite gave up (no sound 2 s after the request). Per scenario (one room, a
+  burst of rooms, Poisson arrivals, an announcement under readers), the playback policy beside FCFS in the same run
+  (chorus_tools/bench/household.py): first sound, underrun seconds per reply, replies held with no gap. Also per
+  scenario: aggregate audio seconds per wall second, errors; from the server's /metrics (before/after deltas, gauges
+  sampled every 0.5 s): mean step time and batch size, frames, preemptions, peak KV blocks used; peak RSS of the
+  server process (VmHWM in /proc/PID/status).
 - Baselines, each its own server: engine.policy static (a batch is admitted only into an empty engine), and
   engine.max_batch 1 (one request at a time).
 - Engine level (in this process, after the servers are gone; chorus_tools/engine_bench.py): step time by stage at
@@ -47,6 +52,7 @@ os.environ.setdefault("CI", "true")  # OpenVINO telemetry off, here and in the s
 
 from chorus_tools.bench.engine_level import engine_phase  # noqa: E402
 from chorus_tools.bench.figures import load_peers, machine, targets, to_json  # noqa: E402
+from chorus_tools.bench.household import household  # noqa: E402
 from chorus_tools.bench.kv import kv_analysis  # noqa: E402
 from chorus_tools.bench.phases import run_servers  # noqa: E402
 from chorus_tools.bench.plan import BENCH_SEED, log, make_plan  # noqa: E402
@@ -152,9 +158,11 @@ def main(argv=None) -> int:
     kv = kv_analysis(engine, pool) if engine and not engine.get("error") else {}
     elapsed = time.monotonic() - started
     report = write_report(out, header, plan, phases, engine, kv, peers, elapsed, args)
+    heard = household(phases)
     (out / "report.json").write_text(json.dumps({
         "header": header, "plan": plan.__dict__, "phases": to_json(phases), "engine": engine, "kv": kv,
-        "targets": targets(phases, engine, kv), "peers": peers, "elapsed_s": elapsed}, indent=1, default=str))
+        "household": heard, "targets": targets(phases, engine, kv, heard), "peers": peers, "elapsed_s": elapsed},
+        indent=1, default=str))
     log(f"wrote {report} (+ report.json, plots) in {elapsed:.0f} s")
     failed = [n for n, p in phases.items() if p.get("error")] + (["engine"] if engine.get("error") else [])
     if failed:

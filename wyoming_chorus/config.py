@@ -109,9 +109,10 @@ class EngineSettings:
 @dataclass(frozen=True)
 class SchedulerSettings:
     policy: str = _setting("playback", check.one_of("playback", "fcfs"))
-    head_start_seconds: float = _setting(5.0, check.seconds)
+    head_start_seconds: float = _setting(0.0, check.number(0.0))  # 0: the client plays from the first chunk
     min_slack_seconds: float = _setting(1.0, check.seconds)
     max_slack_seconds: float = _setting(4.0, check.seconds)
+    max_first_audio_seconds: float = _setting(1.5, check.number(0.0))  # 0: no hold before a first chunk
 
 
 @dataclass(frozen=True)

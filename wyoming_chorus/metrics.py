@@ -79,11 +79,22 @@ class Metrics:
         self.realtime_rooms = Gauge(
             "chorus_realtime_rooms", "Requests one engine step can hold now with each still in real time (one frame "
             "of audio per frame's duration), from the measured step cost", registry=r)
-        self.time_to_5s_audio = Histogram(
-            "chorus_time_to_5s_audio_seconds",
-            "From a reply's text to its first 5 s of audio written (or its end, if shorter): when Home Assistant's "
-            "ffmpeg conversion releases its first sound", registry=r,
-            buckets=(0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0),
+        # What a household hears on Home Assistant 2026.11, which plays a reply from its first chunk (0.1-0.5 s
+        # after it comes): the first chunk written is its first sound, and a reply with no underrun was heard whole.
+        self.reply_first_chunk = Histogram(
+            "chorus_reply_first_chunk_seconds",
+            "From a reply's text to its first audio chunk written to the client, after any hold before it (Home "
+            "Assistant 2026.11 plays it 0.1-0.5 s later)", registry=r,
+            buckets=(0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0),
+        )
+        self.replies_gap_free = Counter(
+            "chorus_replies_gap_free", "Replies spoken to their end with no underrun: a listener playing from the "
+            "first chunk heard no gap", registry=r)
+        self.first_chunk_hold = Histogram(
+            "chorus_playback_first_chunk_hold_seconds",
+            "How long a reply's first chunk waited before it was written, so that a reply made slower than it is "
+            "spoken then plays with no gap (scheduler.max_first_audio_seconds)", registry=r,
+            buckets=(0.01, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0),
         )
 
     def exposition(self) -> bytes:

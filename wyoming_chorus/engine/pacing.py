@@ -2,7 +2,8 @@
 
 A reply is paced by its listener's playback clock in three places, which must agree, so they ask one object:
 
-- the scheduler: which running requests sit the next step out (playback_policy.py: who takes each step);
+- the scheduler: which running requests sit the next step out (playback_policy.py: who takes each step), and how
+  long each new reply's first chunk waits at its writer to then play with no gap (first_chunk_hold.py);
 - the engine thread: how urgent the step it is about to run is (urgent_steps.py), and whether to wait while a
   reply's first block is at the codec instead of stepping (first_audio_hold.py);
 - the codec thread: whose blocks wait while the engine runs such a step (`held_back_now`), and which replies' first
@@ -10,7 +11,8 @@ A reply is paced by its listener's playback clock in three places, which must ag
 
 Two things cross threads here, both without a lock: the step's level (engine -> codec: one int replaced whole) and
 the first blocks handed over (codec -> engine: a set and an Event, first_audio_hold.FirstBlocksOut). The playback
-clocks themselves are written on the event loop and only read here (playback_clock.py).
+clocks are written on the event loop and read here, except the first-chunk hold this plans on them
+(playback_clock.py).
 
 `Pacing` itself is the do-nothing pacing of scheduler.policy fcfs: every running request takes every step, the engine
 never waits for the codec and the codec holds nobody back. New pacing is a subclass of it: nothing else changes.
@@ -24,7 +26,8 @@ from wyoming_chorus.config import SchedulerSettings
 from wyoming_chorus.playback_clock import PlaybackClock
 
 from .first_audio_hold import FirstAudioHold, FirstBlocksOut
-from .playback_policy import PlaybackLimits, PlaybackPolicy
+from .first_chunk_hold import FirstChunkHold
+from .playback_policy import PlaybackLimits, PlaybackPolicy, short_and_whole
 from .sequence import Sequence
 from .step_cost import StepCost
 from .urgent_steps import FIRST_AUDIO, HEAD_START, QUIET, UrgentSteps, codec_level
@@ -76,15 +79,19 @@ class PlaybackPacing(Pacing):
     (urgent_steps.py); and the engine steps aside while a reply's first block waits at the codec
     (first_audio_hold.py)."""
 
-    def __init__(self, steps: PlaybackPolicy, block_frames: int):
-        """`block_frames`: frames per codec decoder block (a reply's first audio needs that many)."""
+    def __init__(self, steps: PlaybackPolicy, block_frames: int, first_chunks: FirstChunkHold | None = None):
+        """`block_frames`: frames per codec decoder block (a reply's first audio needs that many). `first_chunks`:
+        plans the hold before each reply's first chunk (None: no hold)."""
         self.steps = steps
+        self.first_chunks = first_chunks
         self.limits = steps.limits
         self.urgent = UrgentSteps()
         self.first_blocks = FirstBlocksOut(block_frames)
         self._hold = FirstAudioHold(self.first_blocks, steps.waits_for_first_audio)
 
     def skipped(self, running: list[Sequence]) -> set[int]:
+        if self.first_chunks is not None:
+            self.first_chunks.plan(running)
         return self.steps.skipped(running)
 
     def mark(self, batch: list[Sequence]) -> None:
@@ -102,17 +109,15 @@ class PlaybackPacing(Pacing):
         return nobody_held if level == QUIET else partial(self._held, level)
 
     def _held(self, level: int, clock: PlaybackClock | None) -> bool:
-        """Whether this listener's next block waits while the engine runs at `level`: during a new reply's first
-        frames, unless it has run dry for min_slack_seconds already; during a head start, if it has min_slack_seconds
-        or more left to play and is past its own first head_start_seconds. A listener with no audio yet never waits.
-        A head start's own blocks must not wait for the head start: Home Assistant's conversion releases its first
-        sound only once 5 s are written, so a block made and held back is that much later first sound."""
-        if clock is None or (slack := clock.slack()) is None:
+        """Whether this listener's next block waits while the engine runs at `level`: if it has min_slack_seconds or
+        more left to play (it loses nothing by it: a listener that plays at once hears every later block as a gap),
+        and during a head start only if it has none itself (a head start's own blocks must not wait for the head
+        start: a short reply is kept whole by them, and a conversion that holds the first head_start_seconds hears
+        them that much later). A listener with no audio yet never waits."""
+        if clock is None or (slack := clock.slack()) is None or slack < self.limits.min_slack_seconds:
             return False
-        spare = self.limits.min_slack_seconds
-        if level == FIRST_AUDIO:
-            return slack > -spare
-        return level == HEAD_START and slack >= spare and clock.written >= self.limits.head_start_seconds
+        in_head_start = clock.written < self.limits.head_start_seconds or short_and_whole(clock)
+        return level == FIRST_AUDIO or (level == HEAD_START and not in_head_start)
 
     def block_out(self, seq_id: int) -> None:
         self.first_blocks.handed_over(seq_id)
@@ -126,4 +131,5 @@ def pacing_for(scheduling: SchedulerSettings, cost: StepCost, frame_seconds: flo
     if scheduling.policy != "playback":
         return Pacing()
     limits = PlaybackLimits(scheduling.head_start_seconds, scheduling.min_slack_seconds, scheduling.max_slack_seconds)
-    return PlaybackPacing(PlaybackPolicy(limits, cost, frame_seconds), block_frames)
+    return PlaybackPacing(PlaybackPolicy(limits, cost, frame_seconds), block_frames,
+                          FirstChunkHold(cost, frame_seconds, scheduling.max_first_audio_seconds))

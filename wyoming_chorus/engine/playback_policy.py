@@ -1,25 +1,27 @@
 """Which running requests take the next step, from each reply's playback clock (scheduler.policy: playback).
 
-A listener hears a reply at 1x from its first chunk; what a household feels is how soon the first sound comes
-(Home Assistant's ffmpeg releases nothing until ~5 s of audio) and whether a reply pauses once it has begun. So each
-step the running requests are taken in this order, while the step's cost allows:
+A listener hears a reply at 1x from its first chunk: Home Assistant 2026.11 plays the server's audio 0.1-0.5 s after
+it comes (2026.2's conversion held the first ~4.3 s; `head_start_seconds` still serves such a client). So the first
+block goes out as soon as it is made, and from then on the goal is no gap. Each step the running requests are taken
+in this order, while the step's cost allows:
 
-1. *head start*: no audio yet, or less than `head_start_seconds` written (or silent for that long: a reply starved
-   that long starts over, so no request can starve behind a stream of new ones), the least audio written first;
-2. *low slack*: less than `min_slack_seconds` of audio left to play, the reply with the least audio delivered first,
-   so that beyond the box's capacity the pauses fall on long read-outs, never on a new announcement's head start;
-3. the rest, least slack first. One with more than `max_slack_seconds` left skips the step (keeping its blocks and
-   its place in the batch).
+1. *first*: no audio out yet (its first chunk not yet at the writer, or held there: engine/first_chunk_hold.py);
+   with `head_start_seconds` > 0, also a reply silent that long (it starts over, so none starves);
+2. *head start*: a short reply (at most SHORT_REPLY_SECONDS left to make, by its text) heard with no gap so far,
+   or with `head_start_seconds` > 0 one with less than that written; the least audio written first;
+3. *low slack*: less than `min_slack_seconds` of audio left to play, the reply with the least audio delivered first;
+4. the rest, least slack first. One with more than `max_slack_seconds` left skips the step (keeping its blocks and
+   its place in the batch): it gives its step to those that would otherwise fall behind.
 
 The batch is cut where one more request would make the step slower than real time (a frame's duration per step,
-from the learned StepCost). Replies with no audio yet, or starved, always run. The other head starts (some audio, less
-than head_start_seconds) always run too, except while a reply waits for its first audio: then they join only while
-the step stays real time. Their listeners already hear something (or wait for Home Assistant's 5 s anyway), a new
-reply's listener hears nothing, and a Voice PE gives up after ~2 s; the pause lasts a prompt and one decoder block's
-frames. Low-slack ones join regardless while no head start is running, else only while the step stays real time; the
-rest only while it stays real time. When that leaves nothing to run, every request that is not full runs (an idle box
-has nothing to save). Requests without a clock (synth, the benchmarks) have no listener to pace: they always run,
-like a reply with no audio yet, but hurry nobody out of a step.
+from the learned StepCost). Replies with no audio out yet always run. While one of them waits for its first block
+(not one whose block is out and held), head starts and low-slack replies join only while the step stays real time:
+a new reply's listener hears nothing, a Voice PE gives up after ~2 s, and the pause lasts a prompt and one decoder
+block's frames. Otherwise head starts always run, and low-slack replies too (beside a head start only while the
+step stays real time): past the box's capacity every reply that would fall behind runs, the most audio per step.
+The rest join only while the step stays real time. When that leaves nothing to run, every request that is not full
+runs (an idle box has nothing to save). Requests without a clock (synth, the benchmarks) have no listener to pace:
+they always run, like a reply with no audio yet, but hurry nobody out of a step.
 """
 from __future__ import annotations
 
@@ -27,6 +29,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from wyoming_chorus.playback_clock import PlaybackClock
+
+from .first_chunk_hold import SECONDS_PER_CHARACTER
 from .sequence import Sequence
 from .step_cost import StepCost
 
@@ -35,9 +40,22 @@ FIRST, HEAD_START, LOW_SLACK, SLACK, FULL = "first", "head_start", "low_slack", 
 TIERS = (FIRST, HEAD_START, LOW_SLACK, SLACK, FULL)
 
 
+# A reply whose text leaves at most this much audio to make, heard with no gap so far, has a head start: an
+# announcement (5-15 words) is, an assistant's reply or a read-out is not until its last seconds.
+SHORT_REPLY_SECONDS = 8.0
+
+
+def short_and_whole(clock: PlaybackClock) -> bool:
+    """A short reply (by its text) whose listener has heard no gap yet: past the box's capacity, running it first is
+    what keeps it whole. One that gaps anyway (too many short ones at once) loses its head start at its first gap,
+    so the head starts never keep the box below its full batch for long."""
+    expected = clock.expected_seconds(SECONDS_PER_CHARACTER)
+    return clock.underruns == 0 and expected is not None and expected - clock.written <= SHORT_REPLY_SECONDS
+
+
 @dataclass(frozen=True)
 class PlaybackLimits:
-    head_start_seconds: float = 5.0
+    head_start_seconds: float = 0.0
     min_slack_seconds: float = 1.0
     max_slack_seconds: float = 4.0
 
@@ -72,7 +90,7 @@ class PlaybackPolicy:
             if not someone_waits_for_first_audio or self._real_time(len(chosen) + 1):
                 chosen.append(seq)
         for _, seq in low:
-            if not (first or head) or self._real_time(len(chosen) + 1):
+            if not (someone_waits_for_first_audio or head) or self._real_time(len(chosen) + 1):
                 chosen.append(seq)
         for _, seq in rest:
             if self._real_time(len(chosen) + 1):
@@ -88,7 +106,7 @@ class PlaybackPolicy:
             return FIRST, 0.0
         limits = self.limits
         slack = seq.clock.slack(now)
-        if slack is None or slack < -limits.head_start_seconds:
+        if slack is None or 0 < limits.head_start_seconds < -slack:
             return FIRST, 0.0
         if self.in_first_seconds(seq):
             return HEAD_START, seq.clock.written
@@ -99,13 +117,15 @@ class PlaybackPolicy:
         return SLACK, slack
 
     def waits_for_first_audio(self, seq: Sequence) -> bool:
-        """Its listener has heard nothing of the reply yet (its first sentence's first block is still to come)."""
-        return seq.clock is not None and seq.clock.written == 0
+        """Its listener has heard nothing of the reply yet and its first block has not reached the writer (one held
+        there waits for its own listener's sake, not for the engine)."""
+        return seq.clock is not None and seq.clock.written == 0 and seq.clock.first_ready is None
 
     def in_first_seconds(self, seq: Sequence) -> bool:
-        """Its listener waits for the reply's first head_start_seconds (fewer written so far); False without a
-        listener (nobody to hurry for)."""
-        return seq.clock is not None and seq.clock.written < self.limits.head_start_seconds
+        """It has a head start: its listener waits for the reply's first head_start_seconds (fewer written so far),
+        or it is a short reply heard with no gap so far (`short_and_whole`); False without a listener."""
+        clock = seq.clock
+        return clock is not None and (clock.written < self.limits.head_start_seconds or short_and_whole(clock))
 
     def _real_time(self, batch: int) -> bool:
         cost = self.cost.predict(batch)

@@ -4,13 +4,14 @@ back the blocks of listeners who lose little by waiting meanwhile (scheduler.pol
 The engine's steps and the codec's decoding share the CPU's cores: run at once, each runs ~1.5x slower (2 cores,
 0.6b). Two levels, the engine's step says which:
 
-- FIRST_AUDIO: a step runs a reply with no audio yet (a new announcement's prompt and first frames). Until its first
-  block is out, every listener that already has audio waits, unless it has run dry for `spare_seconds` or longer:
-  the first sound is what a household waits for (a Voice PE gives up after ~2 s), and a reader's next block coming
-  a few steps later costs it at most that much silence.
-- HEAD_START: a step runs a reply in its head start (less than head_start_seconds written). Listeners with at least
-  `spare_seconds` of audio left wait: they lose nothing by it. Not those in their own head start, however much they
-  have to spare: their first sound through Home Assistant's conversion waits for 5 s written.
+- FIRST_AUDIO: a step runs a reply waiting for its first block (a new announcement's prompt and first frames).
+  Until that block reaches the writer, listeners with at least `spare_seconds` of audio left wait: the first sound
+  is what a household waits for (a Voice PE gives up after ~2 s), and they lose nothing by it. Those with less do
+  not: a listener that plays from the first chunk (Home Assistant 2026.11) hears every late block as a gap.
+- HEAD_START (only with scheduler.head_start_seconds > 0): a step runs a reply in its head start (less than
+  head_start_seconds written). Listeners with at least `spare_seconds` of audio left wait. Not those in their own
+  head start, however much they have to spare: their first sound through a conversion that holds the first
+  head_start_seconds waits for that much written.
 
 The level is a state, not a per-step pulse: it stays from the first step that runs such a reply to the first one that
 runs none (or an idle engine), so the codec cannot slip a block into the gap between two of the announcement's

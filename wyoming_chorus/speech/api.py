@@ -117,11 +117,18 @@ class Handle:
             raise StopAsyncIteration
         item = await self._queue.get()
         if isinstance(item, bytes):
+            await self._release()
             return item
         self._read_end = True
         if item is None:
             raise StopAsyncIteration
         raise item
+
+    async def _release(self) -> None:
+        """The reply's first chunk waits out the hold the engine planned for it (engine/first_chunk_hold.py)."""
+        clock = self.request.clock
+        if clock is not None and clock.written == 0 and (wait := clock.release_at() - time.monotonic()) > 0:
+            await asyncio.sleep(wait)
 
     # ---- the producers' side (any thread) ------------------------------------------------------------------------
     def started(self, voice: str, language: str | None, language_detected: bool, unspoken: str | None = None) -> None:

@@ -24,10 +24,6 @@ from wyoming_chorus.wyoming.reply_log import ReplyLog
 
 _LOG = logging.getLogger(__name__)
 
-# Home Assistant converts most TTS audio with ffmpeg, which releases nothing until about this much audio (or the end):
-# the time to it is when a household hears the first sound (chorus_time_to_5s_audio_seconds).
-FIRST_SOUND_SECONDS = 5.0
-
 
 class Speaker:
     """Speaks the replies `put` to it through `engine` to `out`; `peer` names the client in the log, `done` closes
@@ -121,7 +117,7 @@ class Speaker:
         audio = self._audio_out()
         self._speaking = (reply, audio)
         log = ReplyLog(self._peer, engine.sample_rate, SAMPLE_WIDTH * CHANNELS)
-        listener = _Listener(self._metrics, engine.sample_rate * SAMPLE_WIDTH * CHANNELS)
+        listener = _Listener(self._metrics, engine.sample_rate * SAMPLE_WIDTH * CHANNELS, lambda: reply.characters)
         voice = reply.voice or SynthesizeVoice()
         status, counted = "aborted: the client left", "aborted"  # unless it gets further than a cancellation
         try:
@@ -148,7 +144,7 @@ class Speaker:
             # Before the reply's last event: whoever has the whole reply finds it counted and its line in the log.
             self._metrics.requests_total.labels(status=counted).inc()
             if counted == "ok":
-                listener.ended(reply.text_since or log.started)
+                listener.ended()
             log.done(status, reply.characters, reply.text_since)
         await audio.end(reply.streaming)
         self._speaking = None
@@ -157,28 +153,27 @@ class Speaker:
 class _Listener:
     """One reply's playback clock as its listener hears it, and the playback metrics it feeds."""
 
-    def __init__(self, metrics: Metrics, bytes_per_second: int):
-        self.clock = PlaybackClock()
+    def __init__(self, metrics: Metrics, bytes_per_second: int, text_length: Callable[[], int]):
+        self.clock = PlaybackClock(text_length=text_length)
         self._metrics = metrics
         self._bytes_per_second = bytes_per_second
-        self._first_sound_counted = False
+        self._gaps = False  # it has underrun
 
     def heard(self, pcm: bytes, since: float) -> None:
         """`pcm` was just written; `since`: when the reply's text began."""
         now = time.monotonic()
+        first = self.clock.written == 0
         dry = self.clock.wrote(len(pcm) / self._bytes_per_second, now)
         if dry > 0:
+            self._gaps = True
             self._metrics.playback_underruns.inc()
             self._metrics.playback_underrun_seconds.inc(dry)
-        if self.clock.written >= FIRST_SOUND_SECONDS:
-            self._first_sound(now - since)
+        if first:  # Home Assistant 2026.11 plays it at once: the reply's first sound
+            self._metrics.reply_first_chunk.observe(now - since)
+            if self.clock.first_ready is not None:
+                self._metrics.first_chunk_hold.observe(max(0.0, now - self.clock.first_ready))
 
-    def ended(self, since: float) -> None:
-        """A reply shorter than FIRST_SOUND_SECONDS is released by the conversion at its end."""
-        if self.clock.written > 0:
-            self._first_sound(time.monotonic() - since)
-
-    def _first_sound(self, seconds: float) -> None:
-        if not self._first_sound_counted:
-            self._first_sound_counted = True
-            self._metrics.time_to_5s_audio.observe(seconds)
+    def ended(self) -> None:
+        """The reply was spoken to its end."""
+        if self.clock.written > 0 and not self._gaps:
+            self._metrics.replies_gap_free.inc()

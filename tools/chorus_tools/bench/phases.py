@@ -10,6 +10,7 @@ from pathlib import Path
 
 from chorus_tools.bench.figures import fmt
 from chorus_tools.bench.plan import BENCH_SEED, FRAMES_PER_AUDIO_S, Plan, log
+from chorus_tools.bench.summary import summarise
 from chorus_tools.bench.workloads import (
     ClientSettings,
     Scenario,
@@ -18,7 +19,6 @@ from chorus_tools.bench.workloads import (
     poisson_specs,
     run_specs,
     sample_metrics,
-    summarise,
     word_count,
 )
 from chorus_tools.probes import peak_rss_mb, scrape
@@ -135,13 +135,13 @@ async def contend(server: ServerProcess, plan: Plan, client: ClientSettings, res
     }
     for label, outcomes in probes.items():
         first = [o.ttfa_s for o in outcomes if o.ttfa_s is not None]
-        five = [o.five_s_s for o in outcomes if o.five_s_s is not None]
-        c[f"{label}_ttfa_s"], c[f"{label}_5s_s"] = first, five
+        c[f"{label}_ttfa_s"] = first
         c[f"{label}_median_s"] = statistics.median(first) if first else None
-        c[f"{label}_5s_median_s"] = statistics.median(five) if five else None
-    log(f"  announcement alone: first audio {fmt(c['alone_median_s'])} s, 5 s of audio {fmt(c['alone_5s_median_s'])} "
-        f"s; with {plan.readers} reading: {fmt(c['busy_median_s'])} s, {fmt(c['busy_5s_median_s'])} s; with "
-        f"{plan.readers} playing: {fmt(c['playing_median_s'])} s, {fmt(c['playing_5s_median_s'])} s")
+        c[f"{label}_underrun_s"] = [o.underrun_s for o in outcomes if o.error is None and o.audio_s > 0]
+        c[f"{label}_held"] = sum(o.gap_free for o in outcomes)
+    log(f"  announcement alone: first audio {fmt(c['alone_median_s'])} s; with {plan.readers} reading: "
+        f"{fmt(c['busy_median_s'])} s, underrun s {fmt(sum(c['busy_underrun_s']))}; with {plan.readers} playing: "
+        f"{fmt(c['playing_median_s'])} s, underrun s {fmt(sum(c['playing_underrun_s']))}")
 
 
 def capacity_rate(results: dict, plan: Plan) -> float:

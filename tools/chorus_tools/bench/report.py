@@ -6,8 +6,10 @@ import sys
 from pathlib import Path
 
 from chorus_tools.bench.figures import fmt, ratio, realtime_rooms, targets
+from chorus_tools.bench.household import gap_free_rooms, household, household_table
 from chorus_tools.bench.plan import BENCH_SEED, BUCKETS, FRAMES_PER_AUDIO_S, LOOKAHEAD, Plan
-from chorus_tools.bench.workloads import Scenario, summarise
+from chorus_tools.bench.summary import summarise
+from chorus_tools.bench.workloads import Scenario
 
 
 def peers_table(peers: list[dict], sweep: list[dict]) -> list[str]:
@@ -49,27 +51,6 @@ def sweep_table(label: str, rows: list[dict], first: str = "rooms") -> list[str]
             f"{fmt(r['audio_s_per_wall_s'])} | {fmt(r.get('server_batch_mean'), 1)} | "
             f"{fmt(r.get('server_step_ms_mean'), 0)} | {fmt(r.get('server_kv_blocks_peak'), 0)} | "
             f"{fmt(r.get('server_preemptions'), 0)} |")
-    return lines + [""]
-
-
-def playback_table(phases: dict) -> list[str]:
-    """Issue 18's comparison: the playback policy against FCFS on the same bursts and arrivals."""
-    rows = [(name, label, r) for name in ("continuous", "fcfs") for label, r in
-            [*((f"{x['rooms']} rooms", x) for x in phases.get(name, {}).get("sweep", [])),
-             *((("Poisson", phases[name]["poisson"]),) if phases.get(name, {}).get("poisson") else ())]]
-    if not rows:
-        return []
-    lines = ["## Playback policy vs FCFS", "",
-             "A listener plays each reply at 1x from its first chunk: an underrun is a chunk that arrives after the "
-             "audio before it ran out; *held* counts the replies that never ran out. Time to 5 s of audio is when Home "
-             "Assistant's ffmpeg conversion releases the first sound (the end, for shorter replies).", "",
-             "| policy | load | TTFA p50 / p95 (s) | 5 s audio p50 / p95 (s) | underruns / reply | underrun s / reply "
-             "| held / replies | audio s per wall s |", "|---|---|---|---|---:|---:|---:|---:|"]
-    for name, label, r in rows:
-        lines.append(f"| {'playback' if name == 'continuous' else 'fcfs'} | {label} | {fmt(r['ttfa_p50_s'])} / "
-                     f"{fmt(r['ttfa_p95_s'])} | {fmt(r.get('five_s_p50_s'))} / {fmt(r.get('five_s_p95_s'))} | "
-                     f"{fmt(r.get('underruns_per_request'))} | {fmt(r.get('underrun_s_per_request'))} | "
-                     f"{r.get('held', '-')} / {r['requests'] - r['errors']} | {fmt(r['audio_s_per_wall_s'])} |")
     return lines + [""]
 
 
@@ -124,17 +105,22 @@ def write_report(out: Path, header: dict, plan: Plan, phases: dict, engine: dict
              "words/s), "
              f"engine.seed {BENCH_SEED}, other settings the embedded config.yaml's (KV pool "
              f"{fmt(kv.get('pool_tokens'))} tokens). One run on a shared machine: compare ratios, not absolutes.", ""]
+    heard = household(phases)
     lines += ["## Targets", "", "| measure | value | target | met |", "|---|---:|---|---|"]
-    for t in targets(phases, engine, kv):
-        value = "n/a" if t["value"] is None else (f"{t['value']:.1%}" if t["unit"] == "%" else f"{t['value']:.2f}x")
-        met = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]
+    for t in targets(phases, engine, kv, heard):
+        value = "n/a" if t["value"] is None else {"%": f"{t['value']:.1%}", "s": f"{t['value']:.3f} s"}.get(
+            t["unit"], f"{t['value']:.2f}x")
+        met = t["note"] or {True: "yes", False: "**no**", None: "not measured"}[t["met"]]
         lines.append(f"| {t['measure']} | {value} | {t['target']} | {met} |")
     rt = realtime_rooms(cont.get("sweep", []), cont.get("scenarios", []))
     best = max((r["audio_s_per_wall_s"] or 0 for r in cont.get("sweep", [])), default=0)
     lines += ["", f"**Rooms held in real time: {rt}** (the largest N of the mixed burst at which every request, cut "
               f"read-outs over the part they ran, had RTF < 1 and none failed). Throughput bound: the best aggregate "
               f"was "
-              f"{best:.2f} audio s per wall s, i.e. at most {math.floor(best)} rooms speaking continuously.", ""]
+              f"{best:.2f} audio s per wall s, i.e. at most {math.floor(best)} rooms speaking continuously.",
+              "", "**Rooms held with no gap** (the largest N of the mixed burst at which every room heard its reply "
+              "with no gap through Home Assistant 2026.11): "
+              + ", ".join(f"{policy} {gap_free_rooms(rows)}" for policy, rows in heard.items()), ""]
 
     lines += ["## Rooms at once (mixed burst)", "",
               "Room i speaks kind i of the cycle assistant, announce, announce, assistant, announce, assistant, "
@@ -150,7 +136,7 @@ def write_report(out: Path, header: dict, plan: Plan, phases: dict, engine: dict
             lines += [f"**{labels[name]}**: failed: {phase['error']}", ""]
         elif phase.get("sweep"):
             lines += sweep_table(labels[name], phase["sweep"])
-    lines += playback_table(phases)
+    lines += household_table(heard)
     lines += ["## Poisson arrivals (mixed)", ""]
     prows = [{**phases[n]["poisson"], "label": n} for n in ("continuous", "static") if phases.get(n, {}).get("poisson")]
     if prows:
@@ -167,11 +153,13 @@ def write_report(out: Path, header: dict, plan: Plan, phases: dict, engine: dict
                   f"{plan.probes} announcements one after another, alone, then again once all {c['readers']} read-outs "
                   f"({plan.readout_words}+ words, one-shot) were speaking ({c['readers_heard']} had first audio), "
                   f"and again once they had written 5 s each ({c.get('readers_playing')} had, still running); "
-                  "each probe runs to its end.", "",
-                  "| | times to first audio (s) | median (s) | times to 5 s of audio or the end (s) | median (s) |",
+                  "each probe runs to its end. Underrun seconds: what the Home Assistant 2026.11 listener model "
+                  "heard of each probe (see the table above).", "",
+                  "| | times to first audio (s) | median (s) | underrun s per probe | held / probes |",
                   "|---|---|---:|---|---:|",
                   *(f"| {label} | {', '.join(f'{x:.2f}' for x in c[f'{key}_ttfa_s'])} | {fmt(c[f'{key}_median_s'])} | "
-                    f"{', '.join(f'{x:.2f}' for x in c.get(f'{key}_5s_s', []))} | {fmt(c.get(f'{key}_5s_median_s'))} |"
+                    f"{', '.join(f'{x:.2f}' for x in c.get(f'{key}_underrun_s', []))} | {c.get(f'{key}_held', '-')} / "
+                    f"{len(c[f'{key}_ttfa_s'])} |"
                     for label, key in (("alone", "alone"), (f"{c['readers']} rooms reading", "busy"),
                                        (f"{c['readers']} rooms playing", "playing"))
                     if f"{key}_ttfa_s" in c), ""]

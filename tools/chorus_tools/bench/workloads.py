@@ -13,8 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-import numpy as np
-
+from chorus_tools.bench.listener import HA_2026_11
 from chorus_tools.client import Reply, Stream, speak, tcp_uri
 
 # ---- texts ----------------------------------------------------------------------------------------------------------
@@ -117,15 +116,24 @@ class Outcome:
     ttfa_s: float | None = None  # first audio chunk after start
     end_s: float | None = None
     audio_s: float = 0.0
-    five_s_s: float | None = None  # time to 5 s of audio (or to the end of a shorter reply): the first sound in HA
-    underruns: int = 0  # times a listener playing from the first chunk ran out of audio
+    # What a listener hears through Home Assistant 2026.11 (chorus_tools/bench/listener.py): its first sound after
+    # start, the times and seconds it ran out of audio, and whether a satellite gave up before the first sound.
+    first_sound_s: float | None = None
+    underruns: int = 0
     underrun_s: float = 0.0
+    gave_up: bool = False
     error: str | None = None
     cut: bool = False  # stopped by the benchmark before its end (a read-out that outlived the others, a probe)
 
     @property
     def complete(self) -> bool:
         return self.error is None and not self.cut and self.end_s is not None
+
+    @property
+    def gap_free(self) -> bool:
+        """Its listener heard it from the first sound to where it ended (or was cut) with no gap, and no satellite
+        gave up on it."""
+        return self.error is None and self.first_sound_s is not None and not self.gave_up and self.underruns == 0
 
     @property
     def rtf(self) -> float | None:
@@ -152,8 +160,9 @@ async def request(port: int, spec: Spec, began: float, outcome: Outcome, client:
             outcome.start_s = reply.started - began
         outcome.ttfa_s = reply.first_audio_s
         outcome.audio_s = reply.audio_s
-        outcome.five_s_s = reply.time_to_audio_s(5.0)
-        outcome.underruns, outcome.underrun_s = reply.underruns
+        heard = HA_2026_11.hear(reply.started, reply.chunks)
+        outcome.first_sound_s, outcome.gave_up = heard.first_sound_s, heard.gave_up
+        outcome.underruns, outcome.underrun_s = heard.underruns, heard.underrun_s
         outcome.error = outcome.error or reply.error
         outcome.end_s = (reply.ended or time.monotonic()) - began
         outcome.cut = outcome.cut or reply.hung_up
@@ -215,18 +224,17 @@ async def run_specs(name: str, port: int, specs: list[Spec], client: ClientSetti
     return scenario
 
 
-# Audio each reader has written before the "playing" probes: past Home Assistant's conversion threshold, heard.
+# Audio each reader has written before the "playing" probes: every reader is well into its reply, heard.
 PLAYING_SECONDS = 5.0
 
 
 async def contention(port: int, readers: int, probes: int, seed: int, readout_words: int,
                      client: ClientSettings) -> Scenario:
-    """A short announcement's time to first audio and to 5 s of audio (or its end: what Home Assistant's ffmpeg
-    waits for) alone (`probes` times, one after another), then twice while `readers` rooms read long texts: once
-    every reader has heard its first audio ("reading": all of them are in the batch, decoding, and still inside
-    their own first 5 s, so they wait for their first sound through Home Assistant as much as the announcement
-    does), and once every reader has written `PLAYING_SECONDS` of audio ("playing": a household listening to
-    read-outs when the doorbell rings). Each probe runs to its end; the readers are cut after the last probe."""
+    """A short announcement, heard to its end (first sound, gaps), alone (`probes` times, one after another), then
+    twice while `readers` rooms read long texts: once every reader has heard its first audio ("reading": all of them
+    are in the batch, just started, each listener as sensitive to a gap as the announcement's), and once every reader
+    has written `PLAYING_SECONDS` of audio ("playing": a household listening to read-outs when the doorbell rings).
+    Each probe runs to its end; the readers are cut after the last probe."""
     rng = random.Random(seed)
     probe_texts = [make_text("announce", rng) for _ in range(probes)]
     began = time.monotonic()
@@ -274,45 +282,6 @@ async def contention(port: int, readers: int, probes: int, seed: int, readout_wo
 
 
 # ---- summaries -------------------------------------------------------------------------------------------------------
-
-def percentile(values: list[float], q: float) -> float | None:
-    return float(np.percentile(values, q)) if values else None
-
-
-def summarise(scenario: Scenario, keep: Callable[[Outcome], bool] = lambda o: True) -> dict:
-    """Time to first audio p50/p95/p99 and to 5 s of audio p50/p95, per-request RTF (complete requests; cut ones
-    apart), aggregate audio seconds per wall second (first start to last end), errors; underruns and their seconds per
-    request, and the requests that ended without one ("held")."""
-    chosen = [o for o in scenario.outcomes if keep(o)]
-    firsts = [o.ttfa_s for o in chosen if o.ttfa_s is not None and o.error is None]
-    rtfs = [o.rtf for o in chosen if o.complete and o.rtf is not None]
-    partial = [o.rtf for o in chosen if o.cut and o.rtf is not None]
-    ends = [o.end_s for o in chosen if o.end_s is not None]
-    span = (max(ends) - min(o.start_s for o in chosen)) if ends else 0.0
-    audio = sum(o.audio_s for o in chosen if o.error is None)
-    fives = [o.five_s_s for o in chosen if o.five_s_s is not None and o.error is None]
-    heard = [o for o in chosen if o.error is None and o.audio_s > 0]
-    return {
-        "requests": len(chosen),
-        "errors": sum(o.error is not None for o in chosen),
-        "cut": sum(o.cut for o in chosen),
-        "ttfa_p50_s": percentile(firsts, 50),
-        "ttfa_p95_s": percentile(firsts, 95),
-        "ttfa_p99_s": percentile(firsts, 99),
-        "five_s_p50_s": percentile(fives, 50),
-        "five_s_p95_s": percentile(fives, 95),
-        "underruns_per_request": sum(o.underruns for o in heard) / len(heard) if heard else None,
-        "underrun_s_per_request": sum(o.underrun_s for o in heard) / len(heard) if heard else None,
-        "held": sum(o.underruns == 0 for o in heard),
-        "rtf_p50": percentile(rtfs, 50),
-        "rtf_max": max(rtfs) if rtfs else None,
-        "rtf_partial_p50": percentile(partial, 50),
-        "audio_s": audio,
-        "span_s": span,
-        "audio_s_per_wall_s": audio / span if span > 0 else None,
-        "rtfs": rtfs,
-    }
-
 
 async def sample_metrics(scrape: Callable, every: float, into: dict, stop: asyncio.Event) -> None:
     """Peak KV blocks used and peak running/waiting sentences while a scenario runs (the gauges are instantaneous)."""

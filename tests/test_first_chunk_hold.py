@@ -1,0 +1,152 @@
+"""The hold before a reply's first chunk (engine/first_chunk_hold.py) and the playback policy's steps around it, over
+scripted step costs and clocks: a reply that cannot be made as fast as it is spoken waits just long enough to then
+play with no gap, if its first sound can still come in time; else it goes out at once. No server, no OpenVINO."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from wyoming_chorus.engine.first_chunk_hold import FirstChunkHold, hold_seconds
+from wyoming_chorus.engine.pacing import PlaybackPacing
+from wyoming_chorus.engine.playback_policy import PlaybackLimits, PlaybackPolicy
+from wyoming_chorus.engine.sequence import Sequence
+from wyoming_chorus.engine.step_cost import StepCost
+from wyoming_chorus.playback_clock import PlaybackClock
+
+FRAME = 0.08  # seconds of audio per frame
+H = 8
+
+
+def sentence(seq_id: int, frames: int, clock: PlaybackClock | None) -> Sequence:
+    """A sentence of `frames` frames (its frame cap; its text long enough not to cap the guess below it)."""
+    rng = np.random.default_rng(seq_id)
+    seq = Sequence(seq_id, rng.standard_normal((4, H)).astype(np.float32),
+                   rng.standard_normal((frames, H)).astype(np.float32), np.full(H, 0.5, np.float32), frames)
+    seq.clock = clock
+    return seq
+
+
+def step_cost(**seconds_by_batch: float) -> StepCost:
+    cost = StepCost()
+    for batch, seconds in seconds_by_batch.items():
+        cost.record(int(batch.removeprefix("b")), seconds)
+    return cost
+
+
+def plays_without_a_gap(rest: float, made: float, rate: float, hold: float) -> bool:
+    """Audio made at `rate` from t=0 (`made` already), played at 1x from t=hold: never behind, checked where it is
+    tightest (the end of the making; before it the gap only shrinks or grows linearly)."""
+    end = rest / rate
+    return made + rate * end >= end - hold - 1e-9
+
+
+@given(st.floats(0.1, 60.0), st.floats(0.0, 2.0), st.floats(0.05, 3.0))
+@example(rest=20.0, made=0.32, rate=0.7)
+def test_the_hold_is_the_shortest_that_plays_with_no_gap(rest, made, rate):
+    hold = hold_seconds(rest, made, rate)
+    assert plays_without_a_gap(rest, made, rate, hold)
+    if hold > 0.01:
+        assert not plays_without_a_gap(rest, made, rate, hold - 0.01)
+    if rate >= 1:
+        assert hold == 0.0
+
+
+def test_a_short_reply_made_slower_than_it_is_spoken_waits_just_long_enough():
+    """0.6b on 2 cores: a step of one takes 0.114 s for 0.08 s of audio (rate 0.7). A 3.2 s announcement needs
+    3.2 * (1/0.7 - 1) = 1.37 s of hold: its first sound can still come inside the 1.5 s allowed, so it waits."""
+    clock = PlaybackClock(now=100.0)
+    announcement = sentence(1, 40, clock)
+    FirstChunkHold(step_cost(b1=0.114), FRAME, max_first_audio_seconds=1.5).plan([announcement])
+    hold = 3.2 * (0.114 / 0.08 - 1)
+    assert clock.release_at(now=100.05) == pytest.approx(100.05 + hold)
+    assert clock.release_at(now=100.3) == pytest.approx(100.05 + hold)  # fixed at the first chunk's arrival
+
+
+def test_a_reply_no_hold_makes_gap_free_goes_out_at_once():
+    """A 20 s reply at rate 0.7 would need 8.6 s: its satellite would give up first. Waiting only moves silence from
+    inside the reply to before it, so its first chunk goes out as soon as it is there."""
+    clock = PlaybackClock(now=100.0)
+    FirstChunkHold(step_cost(b1=0.114), FRAME, 1.5).plan([sentence(1, 250, clock)])
+    assert clock.release_at(now=100.4) == 100.4
+
+
+def test_a_reply_made_in_real_time_never_waits():
+    clock = PlaybackClock(now=100.0)
+    FirstChunkHold(step_cost(b1=0.04), FRAME, 1.5).plan([sentence(1, 250, clock)])
+    assert clock.release_at(now=100.2) == 100.2
+
+
+def test_the_rate_is_that_of_a_step_of_every_running_request():
+    """Alone a 3.2 s announcement is made in real time (0.06 s a step); beside three readers a step takes 0.1 s (rate
+    0.8): it needs 0.8 s of hold, and gets it."""
+    cost = step_cost(b1=0.06, b4=0.1)
+    clock = PlaybackClock(now=100.0)
+    readers = [sentence(n, 250, PlaybackClock(now=90.0)) for n in (2, 3, 4)]
+    for reader in readers:
+        reader.clock.wrote(5.0, now=95.0)
+    hold = FirstChunkHold(cost, FRAME, 1.5)
+    hold.plan([sentence(1, 40, clock)])
+    assert clock.release_at(now=100.1) == pytest.approx(100.1)
+    late = PlaybackClock(now=100.0)
+    hold.plan([sentence(1, 40, late), *readers])
+    assert late.release_at(now=100.1) == pytest.approx(100.1 + 3.2 * (0.1 / 0.08 - 1))
+    assert all(r.clock.first_ready is None for r in readers)  # playing replies are left alone
+
+
+def test_a_deferred_sentence_and_a_zero_limit_plan_nothing():
+    clock = PlaybackClock(now=100.0)
+    ahead = sentence(1, 40, clock)
+    ahead.deferred = True  # the reply's next sentence, made ahead of need: its first chunk is not the reply's
+    FirstChunkHold(step_cost(b1=0.114), FRAME, 1.5).plan([ahead])
+    assert clock.release_at(now=100.1) == 100.1
+    off = PlaybackClock(now=100.0)
+    FirstChunkHold(step_cost(b1=0.114), FRAME, 0.0).plan([sentence(2, 40, off)])
+    assert off.release_at(now=100.1) == 100.1
+
+
+class Time:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_while_a_reply_is_held_readers_running_dry_keep_their_steps():
+    """Past the box's capacity (a step of three takes 0.2 s for 0.08 s of audio). While a new reply waits for its
+    first block, a reader with little left joins only in real time (not at all here); once that block is at the
+    writer (held there for its own listener), the reader runs again: the hold must not become the reader's gap."""
+    time = Time()
+    pacing = PlaybackPacing(PlaybackPolicy(PlaybackLimits(), step_cost(b1=0.15, b3=0.2), FRAME, now=time),
+                            block_frames=4, first_chunks=FirstChunkHold(step_cost(b1=0.15, b3=0.2), FRAME, 1.5))
+    new_clock = PlaybackClock(now=time.now)
+    reader_clock, other_clock = PlaybackClock(), PlaybackClock()
+    reader_clock.wrote(10.0, now=time.now - 9.5)  # half a second left
+    other_clock.wrote(10.0, now=time.now - 9.6)
+    new, reader, other = sentence(1, 40, new_clock), sentence(2, 250, reader_clock), sentence(3, 250, other_clock)
+    assert pacing.skipped([new, reader, other]) == {2, 3}
+    new_clock.release_at(now=time.now)  # its first chunk reached the writer: held there, nothing written yet
+    assert pacing.skipped([new, reader, other]) == set()
+    assert not pacing.steps.waits_for_first_audio(new)
+
+
+def test_a_short_reply_heard_whole_so_far_goes_first_until_its_first_gap():
+    """Past the box's capacity (one step of three takes 0.2 s for 0.08 s of audio) an announcement (60 characters:
+    ~4 s) with no gap so far runs first, and readers running dry (long texts) join only while the step stays real
+    time: it stays whole, they gap. Once it has gapped anyway it is one reply among the others."""
+    time = Time()
+    policy = PlaybackPolicy(PlaybackLimits(), step_cost(b1=0.05, b3=0.2), FRAME, now=time)
+    announcement_clock = PlaybackClock(text_length=lambda: 60)
+    announcement_clock.wrote(1.0, now=time.now - 0.6)  # 0.4 s left
+    reader_clocks = [PlaybackClock(text_length=lambda: 1200) for _ in range(2)]
+    for clock in reader_clocks:
+        clock.wrote(10.0, now=time.now - 9.8)  # 0.2 s left: less than the announcement
+    announcement = sentence(1, 60, announcement_clock)
+    readers = [sentence(2 + n, 250, clock) for n, clock in enumerate(reader_clocks)]
+    assert policy.skipped([announcement, *readers]) == {2, 3}
+    assert policy.tiers[1] == "head_start" and policy.tiers[2] == "low_slack"
+    announcement_clock.wrote(0.08, now=time.now + 1.0)  # a gap: 0.6 s of silence
+    time.now += 1.0
+    assert policy.skipped([announcement, *readers]) == set()

@@ -1,0 +1,74 @@
+"""How long a reply's first chunk waits at the writer so that the reply then plays with no gap (scheduler.policy
+playback; Home Assistant 2026.11 plays the server's audio as it comes, and every moment it falls behind is a gap).
+
+From the moment its first chunk is ready, a reply with `made` seconds of audio made and `rest` seconds still to make
+at `rate` seconds of audio per second, played at 1x from `hold` seconds later, never runs dry iff
+made + rate*t >= t - hold for every t up to rest/rate, i.e. hold >= rest * (1/rate - 1) - made. Where the rate is 1
+or more no hold is needed. A hold that would put the first chunk past scheduler.max_first_audio_seconds after the
+reply began (a Voice PE gives up when it hears nothing 2 s after it gets the URL) buys nothing gap-free: the chunk
+goes out at once (playback_clock.PlaybackClock.release_at), since a shorter wait only moves silence from inside the
+reply to before it, and the first sound is what a household feels most.
+
+The rate is that of a request that takes every step of a batch of all running requests (the measured StepCost): the
+cautious one, since under the playback policy a reply with no audio out yet always takes its step. The length is the
+reply's expected audio from its text so far (SECONDS_PER_CHARACTER), or without it its sentence's (`expected_frames`).
+"""
+from __future__ import annotations
+
+import math
+
+from .sequence import Sequence
+from .step_cost import StepCost
+
+# Frames of speech per text row (token) of a sentence: ~5 frames a word at 2.5 words/s and 12.5 frames/s, ~1.3 tokens
+# a word in English, and a little over, since a longer guess only plans a longer hold. A sentence's frame cap
+# (a benchmark's exact length, a real model's bound) caps it.
+FRAMES_PER_TEXT_ROW = 4.0
+# Seconds of speech per character of a reply's text: ~2.5 words a second, ~5.6 characters a word with its space
+# (English; a language with denser script is guessed shorter than it is spoken).
+SECONDS_PER_CHARACTER = 0.07
+
+
+def expected_frames(seq: Sequence) -> float:
+    """Frames the sentence is expected to take, from its text so far."""
+    return min(float(seq.frame_cap), FRAMES_PER_TEXT_ROW * len(seq.trailing_text))
+
+
+def hold_seconds(rest: float, made: float, rate: float | None) -> float:
+    """The shortest hold before the first chunk that plays the sentence with no gap; 0.0 when the rate is unknown
+    or real time (>= 1), infinite when nothing is being made."""
+    if rate is None or rate >= 1.0 or rest <= 0:
+        return 0.0
+    if rate <= 0:
+        return math.inf
+    return max(0.0, rest * (1.0 / rate - 1.0) - made)
+
+
+class FirstChunkHold:
+    def __init__(self, cost: StepCost, frame_seconds: float, max_first_audio_seconds: float):
+        """`max_first_audio_seconds`: the latest a hold may put a reply's first chunk, after the reply began (0: no
+        hold)."""
+        self.cost = cost
+        self.frame_seconds = frame_seconds
+        self.max_first_audio_seconds = max_first_audio_seconds
+
+    def rate(self, batch: int) -> float | None:
+        """Seconds of audio per second for a request that takes every step of `batch`; None before any step."""
+        step = self.cost.predict(batch)
+        return None if step is None or step <= 0 else self.frame_seconds / step
+
+    def plan(self, running: list[Sequence]) -> None:
+        """Before each step: the hold of every reply whose first chunk has not reached its writer yet (its first
+        sentence only; a deferred one is made ahead of need and comes after)."""
+        if self.max_first_audio_seconds <= 0:
+            return
+        rate = self.rate(len(running))
+        for seq in running:
+            clock = seq.clock
+            if clock is None or seq.deferred or clock.first_ready is not None or clock.written > 0:
+                continue
+            made = len(seq.frames) * self.frame_seconds
+            reply = clock.expected_seconds(SECONDS_PER_CHARACTER)  # the whole reply, when its writer says its text
+            expected = expected_frames(seq) * self.frame_seconds if reply is None else reply
+            rest = max(0.0, expected - made)
+            clock.plan_hold(hold_seconds(rest, made, rate), clock.began + self.max_first_audio_seconds)
