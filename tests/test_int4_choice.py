@@ -12,7 +12,9 @@ import pytest
 from wyoming_chorus.engine.runner import RunnerOptions
 from wyoming_chorus.export.builtin import resolve_model
 from wyoming_chorus.export.int4_choice import CHECKED, CheckPlan, compress_checked
-from wyoming_chorus.export.weight_check import Threshold
+from wyoming_chorus.export.served_sampling import ServedSampling
+from wyoming_chorus.export.utterances import EXACT, replay, speak
+from wyoming_chorus.export.weight_check import Threshold, predictor_distance, talker_distance
 from wyoming_chorus.modeldir.manifest import ModelDir
 
 pytest.importorskip("nncf", reason="weight compression needs the optional extra: pip install '.[compress]'")
@@ -35,6 +37,19 @@ def weight_types(xml) -> set[str]:
     model = ov.Core().read_model(xml)
     return {op.get_output_element_type(0).get_type_name() for op in model.get_ops()
             if op.get_type_name() == "Constant" and int(np.prod(list(op.get_output_shape(0)))) > 64}
+
+
+def test_the_float_model_replayed_is_at_distance_zero():
+    """Teacher forcing lines each replayed logit up with the decision it stands for: the float graphs, replayed as
+    one prefill (talker) or step by step (code predictor), land where they spoke."""
+    model = ModelDir(resolve_model("builtin:tiny"))
+    spoken = speak(model, True, 6, languages=("english", "german"))
+    talker, predictor = replay(model / "talker.xml", model / "code_predictor.xml", EXACT, spoken)
+    manifest = model.manifest
+    sampling = ServedSampling.from_manifest(manifest.generation, manifest.codebook_size, manifest.eos_id)
+    for distance in (talker_distance(sampling, spoken, talker), predictor_distance(sampling, spoken, predictor)):
+        assert distance.agreement == 1.0 and distance.tvd < 1e-3, distance
+    assert sum(len(u.codes) for u in spoken) == talker_distance(sampling, spoken, talker).decisions == 12
 
 
 @pytest.fixture(scope="module")

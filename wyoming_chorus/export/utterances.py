@@ -29,6 +29,8 @@ class Utterance:
     talker_rows: np.ndarray      # f32 [P + F - 1, H]: the prefill, then each generated frame's input row
     codes: np.ndarray            # i64 [F, 16]: the codes the float model chose
     predictor_rows: np.ndarray   # f32 [F, 16, H]: per frame, the talker's hidden row, C(code 0), E_j(code j+1)
+    talker_logits: np.ndarray    # f32 [F, vocab]: the float talker's logits at each frame's decision
+    predictor_logits: np.ndarray  # f32 [F, 15, codebook]: the float code predictor's, per frame and head
 
     @property
     def first_decision(self) -> int:
@@ -53,11 +55,12 @@ def speak(model: ModelDir, held_out: bool, max_frames: int, seed: int = 0,
     for language, sentence in household_prompts(spoken_languages, held_out):
         prompt = prompts.build(sentence, language=language)
         talker.reset_state()
-        rows, predictor_rows = [prompt.prefill], []
+        rows, predictor_rows, talker_logits, predictor_logits = [prompt.prefill], [], [], []
         codes: list[list[int]] = []
         logits, hidden = _talk(talker, prompt.prefill, 0)
         fed = len(prompt.prefill)
         for frame in range(max_frames):
+            talker_logits.append(logits)
             scores = sampling.talker_scores(logits, [c[0] for c in codes], frame)
             first = int(rng.choice(len(scores), p=sampling.talker.distribution(scores)))
             if first == manifest.eos_id:
@@ -67,7 +70,8 @@ def speak(model: ModelDir, held_out: bool, max_frames: int, seed: int = 0,
             for head in range(len(tables)):
                 step_rows = np.stack(frame_rows[-2:] if head == 0 else frame_rows[-1:])
                 predictor.infer({"inputs_embeds": step_rows[None], "head_index": np.array(head, np.int64)})
-                probs = sampling.predictor.distribution(predictor.get_tensor("logits").data[0])
+                predictor_logits.append(predictor.get_tensor("logits").data[0].copy())
+                probs = sampling.predictor.distribution(predictor_logits[-1])
                 frame_codes.append(int(rng.choice(len(probs), p=probs)))
                 frame_rows.append(tables[head, frame_codes[-1]])
             codes.append(frame_codes)
@@ -78,8 +82,11 @@ def speak(model: ModelDir, held_out: bool, max_frames: int, seed: int = 0,
                 logits, hidden = _talk(talker, row, fed)
                 fed += 1
         if codes:
-            spoken.append(Utterance(np.concatenate(rows)[:len(prompt.prefill) + len(codes) - 1],
-                                    np.asarray(codes, np.int64), np.asarray(predictor_rows, np.float32)))
+            frames = len(codes)
+            spoken.append(Utterance(np.concatenate(rows)[:len(prompt.prefill) + frames - 1],
+                                    np.asarray(codes, np.int64), np.asarray(predictor_rows, np.float32),
+                                    np.asarray(talker_logits[:frames]),
+                                    np.asarray(predictor_logits, np.float32).reshape(frames, len(tables), -1)))
     return spoken
 
 

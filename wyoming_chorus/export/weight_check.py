@@ -57,13 +57,13 @@ class Distance:
         return {key: round(value, 4) if isinstance(value, float) else value for key, value in asdict(self).items()}
 
 
-def talker_distance(sampling: ServedSampling, spoken: list[Utterance], reference: list[np.ndarray],
-                    compressed: list[np.ndarray]) -> Distance:
-    """Codebook 0: each decision under the codec head's rules, with the float model's codes as its history."""
+def talker_distance(sampling: ServedSampling, spoken: list[Utterance], compressed: list[np.ndarray]) -> Distance:
+    """Codebook 0: each decision under the codec head's rules, with the float model's codes as its history;
+    `compressed`: per utterance, the compressed talker's logits at its decisions."""
     agree, distances = [], []
-    for utterance, ref_rows, cmp_rows in zip(spoken, reference, compressed, strict=True):
+    for utterance, cmp_rows in zip(spoken, compressed, strict=True):
         history = utterance.codes[:, 0]
-        for frame, (ref_logits, cmp_logits) in enumerate(zip(ref_rows, cmp_rows, strict=True)):
+        for frame, (ref_logits, cmp_logits) in enumerate(zip(utterance.talker_logits, cmp_rows, strict=True)):
             ref = sampling.talker_scores(ref_logits, history[:frame], frame)
             cmp = sampling.talker_scores(cmp_logits, history[:frame], frame)
             agree.append(np.argmax(ref) == np.argmax(cmp))
@@ -71,10 +71,9 @@ def talker_distance(sampling: ServedSampling, spoken: list[Utterance], reference
     return Distance(float(np.mean(agree)), float(np.mean(distances)), len(agree))
 
 
-def predictor_distance(sampling: ServedSampling, reference: list[np.ndarray],
-                       compressed: list[np.ndarray]) -> Distance:
+def predictor_distance(sampling: ServedSampling, spoken: list[Utterance], compressed: list[np.ndarray]) -> Distance:
     """Codebooks 1-15: every head of every frame."""
-    ref_rows = np.concatenate([logits.reshape(-1, logits.shape[-1]) for logits in reference])
+    ref_rows = np.concatenate([u.predictor_logits.reshape(-1, u.predictor_logits.shape[-1]) for u in spoken])
     cmp_rows = np.concatenate([logits.reshape(-1, logits.shape[-1]) for logits in compressed])
     agree = ref_rows.argmax(-1) == cmp_rows.argmax(-1)
     rule = sampling.predictor
