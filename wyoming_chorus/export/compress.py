@@ -13,8 +13,9 @@ What each mode does to each graph, and why:
                                                    audio error of the bf16 default)
 
 INT8 moves the talker's logits by ~3.5% of their range at 0.6B dims (random weights; bf16 inference alone: ~1%).
-INT4 moved them by ~40% there: check a real checkpoint with tools/compress_fidelity.py before serving it.
-The manifest records the mode as chorus.json "weights" (a float export says f32 or f16 there, or nothing).
+INT4 moved them by ~40% there, which is why the export's weights "auto" (int4_choice.py) measures INT4 on the
+user's checkpoint and keeps it only per graph where it passes. The manifest records the mode as chorus.json
+"weights" (a float export says f32 or f16 there, or nothing).
 """
 from __future__ import annotations
 
