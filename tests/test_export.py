@@ -148,8 +148,9 @@ def test_compressed_weights_need_nncf_or_run(checkpoint, tmp_path):
     assert json.loads((out / "chorus.json").read_text())["weights"] == "int8"
 
 
-def test_auto_weights_check_int4_on_the_checkpoint_and_say_so(checkpoint, tmp_path, capfd):
-    """--weights auto through the CLI: a threshold INT4 cannot meet keeps INT8, one line per graph says why."""
+def test_auto_weights_check_int4_on_the_checkpoint(checkpoint, tmp_path):
+    """--weights auto through the CLI: a threshold INT4 cannot meet keeps INT8 (tests/test_int4_choice.py checks
+    the lines that say so)."""
     pytest.importorskip("nncf")
     out = tmp_path / "model"
     assert main(["export", str(checkpoint), "-o", str(out), "--weights", "auto", "--int4-max-tvd", "0",
@@ -159,8 +160,6 @@ def test_auto_weights_check_int4_on_the_checkpoint_and_say_so(checkpoint, tmp_pa
     assert manifest["weights_check"]["threshold"] == {"max_tvd": 0.0, "min_agreement": 1.0}
     assert {graph: figures["weights"] for graph, figures in manifest["weights_check"]["graphs"].items()} == \
         {"talker": "int8", "code_predictor": "int8"}
-    lines = [line for line in capfd.readouterr().err.splitlines() if "INT4 missed the threshold" in line]
-    assert [line.split(":")[1].strip() for line in lines] == ["talker", "code predictor"]
 
 
 @pytest.mark.parametrize("flag", ["--int4-max-tvd", "--int4-min-agreement"])

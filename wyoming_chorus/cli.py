@@ -85,7 +85,7 @@ def export(args: argparse.Namespace) -> int:
 
     try:
         export_checkpoint(args.checkpoint, args.output, codec=args.codec, weights=args.weights, name=args.name,
-                          log=sys.stderr, int4_threshold=Threshold(args.int4_max_tvd, args.int4_min_agreement))
+                          int4_threshold=Threshold(args.int4_max_tvd, args.int4_min_agreement))
     except (ExportError, ThresholdError) as error:
         print(f"{PROG} export: {error}", file=sys.stderr)
         return 2
