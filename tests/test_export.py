@@ -146,3 +146,24 @@ def test_compressed_weights_need_nncf_or_run(checkpoint, tmp_path):
         return
     out = export_checkpoint(checkpoint, tmp_path / "model", weights="int8", log=None)
     assert json.loads((out / "chorus.json").read_text())["weights"] == "int8"
+
+
+def test_auto_weights_check_int4_on_the_checkpoint(checkpoint, tmp_path):
+    """--weights auto through the CLI: a threshold INT4 cannot meet keeps INT8 (tests/test_int4_choice.py checks
+    the lines that say so)."""
+    pytest.importorskip("nncf")
+    out = tmp_path / "model"
+    assert main(["export", str(checkpoint), "-o", str(out), "--weights", "auto", "--int4-max-tvd", "0",
+                 "--int4-min-agreement", "1"]) == 0
+    manifest = json.loads((out / "chorus.json").read_text())
+    assert manifest["weights"] == "int8"
+    assert manifest["weights_check"]["threshold"] == {"max_tvd": 0.0, "min_agreement": 1.0}
+    assert {graph: figures["weights"] for graph, figures in manifest["weights_check"]["graphs"].items()} == \
+        {"talker": "int8", "code_predictor": "int8"}
+
+
+@pytest.mark.parametrize("flag", ["--int4-max-tvd", "--int4-min-agreement"])
+def test_a_threshold_outside_0_to_1_is_refused_in_one_line(checkpoint, tmp_path, capsys, flag):
+    assert main(["export", str(checkpoint), "-o", str(tmp_path / "model"), "--weights", "auto", flag, "1.5"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and "between 0 and 1" in error, error

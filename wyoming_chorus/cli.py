@@ -81,10 +81,12 @@ def export(args: argparse.Namespace) -> int:
         ExportError,
         export_checkpoint,
     )
+    from wyoming_chorus.export.weight_check import Threshold, ThresholdError
 
     try:
-        export_checkpoint(args.checkpoint, args.output, codec=args.codec, weights=args.weights, name=args.name)
-    except ExportError as error:
+        export_checkpoint(args.checkpoint, args.output, codec=args.codec, weights=args.weights, name=args.name,
+                          int4_threshold=Threshold(args.int4_max_tvd, args.int4_min_agreement))
+    except (ExportError, ThresholdError) as error:
         print(f"{PROG} export: {error}", file=sys.stderr)
         return 2
     return 0
@@ -151,6 +153,7 @@ def _synth_parser() -> argparse.ArgumentParser:
 
 def _export_parser() -> argparse.ArgumentParser:
     from wyoming_chorus.export.convert import WEIGHT_MODES
+    from wyoming_chorus.export.weight_check import Threshold
 
     parser = argparse.ArgumentParser(
         prog=f"{PROG} export",
@@ -162,7 +165,12 @@ def _export_parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", "--output", type=Path, required=True, help="model directory to write")
     parser.add_argument("--codec", type=Path, help="codec directory (default: CHECKPOINT/speech_tokenizer)")
     parser.add_argument("--weights", choices=WEIGHT_MODES, default="f16",
-                        help="weight storage: f16 (default), f32 (exact), int8 or int4 (compressed, needs NNCF)")
+                        help="weight storage: f16 (default), f32 (exact), int8 or int4 (compressed, needs NNCF), or "
+                        "auto: INT4 for each graph whose error on this checkpoint is within the threshold, INT8 else")
+    parser.add_argument("--int4-max-tvd", type=float, default=Threshold.max_tvd, metavar="D",
+                        help="auto: the largest mean total variation distance INT4 may have (default %(default)s)")
+    parser.add_argument("--int4-min-agreement", type=float, default=Threshold.min_agreement, metavar="SHARE",
+                        help="auto: the smallest greedy code agreement INT4 must keep (default %(default)s)")
     parser.add_argument("--name", help="the voice name clients see (default: the output directory's name)")
     return parser
 

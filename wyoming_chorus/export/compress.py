@@ -13,13 +13,15 @@ What each mode does to each graph, and why:
                                                    audio error of the bf16 default)
 
 INT8 moves the talker's logits by ~3.5% of their range at 0.6B dims (random weights; bf16 inference alone: ~1%).
-INT4 moved them by ~40% there: check a real checkpoint with tools/compress_fidelity.py before serving it.
-The manifest records the mode as chorus.json "weights" (a float export says f32 or f16 there, or nothing).
+INT4 moved them by ~40% there, which is why the export's weights "auto" (int4_choice.py) measures INT4 on the
+user's checkpoint and keeps it only per graph where it passes. The manifest records the mode as chorus.json
+"weights" (a float export says f32 or f16 there, or nothing).
 """
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import openvino as ov
@@ -41,37 +43,56 @@ def compress_model_dir(model_dir: Path, mode: str, group_size: int = 128) -> dic
         raise ValueError(f"group_size must be positive, got {group_size}")
     model_dir = Path(model_dir)
     manifest_path = model_dir / "chorus.json"
-    manifest = json.loads(manifest_path.read_text())
-    if manifest.get("weights") in WEIGHT_MODES:
-        raise ValueError(f"{model_dir} already has {manifest['weights']} weights; compress a float export")
-    nncf = _import_nncf()
+    manifest = float_manifest(model_dir)
+    nncf = import_nncf()
 
-    total_before = _dir_bytes(model_dir)
-    before = {graph: _graph_bytes(model_dir / f"{graph}.xml") for graph in _GRAPHS}
+    total_before = dir_bytes(model_dir)
+    before = {graph: graph_bytes(model_dir / f"{graph}.xml") for graph in _GRAPHS}
     staged = {graph: model_dir / f".{graph}.compressing.xml" for graph in _GRAPHS}
-    core = ov.Core()
     try:
         for graph, staging in staged.items():
-            model = core.read_model(model_dir / f"{graph}.xml")
-            compressed = nncf.compress_weights(model, **_nncf_options(nncf, graph, mode, group_size))
-            # compress_to_fp16=False: the scales stay as NNCF made them (f16 already where the weights were f16).
-            ov.save_model(compressed, str(staging), compress_to_fp16=False)
-        for graph, staging in staged.items():
-            # .bin first, then .xml: the two names disagree only between two renames.
-            os.replace(staging.with_suffix(".bin"), model_dir / f"{graph}.bin")
-            os.replace(staging, model_dir / f"{graph}.xml")
+            compress_graph(model_dir / f"{graph}.xml", staging, nncf_options(nncf, graph, mode, group_size))
+        commit_graphs(model_dir, staged)
     finally:
-        for staging in staged.values():
-            staging.unlink(missing_ok=True)
-            staging.with_suffix(".bin").unlink(missing_ok=True)
+        remove_staged(staged.values())
     manifest["weights"] = mode
-    _write_atomic(manifest_path, json.dumps(manifest, indent=2) + "\n")
-    sizes = {graph: (before[graph], _graph_bytes(model_dir / f"{graph}.xml")) for graph in _GRAPHS}
-    sizes["total"] = (total_before, _dir_bytes(model_dir))
+    write_atomic(manifest_path, json.dumps(manifest, indent=2) + "\n")
+    sizes = {graph: (before[graph], graph_bytes(model_dir / f"{graph}.xml")) for graph in _GRAPHS}
+    sizes["total"] = (total_before, dir_bytes(model_dir))
     return sizes
 
 
-def _import_nncf():
+def float_manifest(model_dir: Path) -> dict:
+    """chorus.json of `model_dir`, refused unless its weights are still float."""
+    manifest = json.loads((model_dir / "chorus.json").read_text())
+    if manifest.get("weights") in WEIGHT_MODES:
+        raise ValueError(f"{model_dir} already has {manifest['weights']} weights; compress a float export")
+    return manifest
+
+
+def compress_graph(source: Path, staging: Path, options: dict) -> None:
+    """nncf.compress_weights(source graph, **options), saved as `staging` (.xml + .bin)."""
+    nncf = import_nncf()
+    compressed = nncf.compress_weights(ov.Core().read_model(source), **options)
+    # compress_to_fp16=False: the scales stay as NNCF made them (f16 already where the weights were f16).
+    ov.save_model(compressed, str(staging), compress_to_fp16=False)
+
+
+def commit_graphs(model_dir: Path, staged: Mapping[str, Path]) -> None:
+    """Renames each staged graph over `model_dir`/GRAPH.xml/.bin once every one of them is written."""
+    for graph, staging in staged.items():
+        # .bin first, then .xml: the two names disagree only between two renames.
+        os.replace(staging.with_suffix(".bin"), model_dir / f"{graph}.bin")
+        os.replace(staging, model_dir / f"{graph}.xml")
+
+
+def remove_staged(staged: Iterable[Path]) -> None:
+    for staging in staged:
+        staging.unlink(missing_ok=True)
+        staging.with_suffix(".bin").unlink(missing_ok=True)
+
+
+def import_nncf():
     # NNCF (and its scipy / scikit-learn) is only needed to export; a server never imports it.
     try:
         import nncf
@@ -80,7 +101,7 @@ def _import_nncf():
     return nncf
 
 
-def _nncf_options(nncf, graph: str, mode: str, group_size: int) -> dict:
+def nncf_options(nncf, graph: str, mode: str, group_size: int) -> dict:
     if mode == "int4" and graph != "text":
         # ratio=1: every eligible layer INT4; NNCF keeps embeddings and the last layer at INT8 (its backup mode),
         # which is where the logits' fidelity is decided.
@@ -91,15 +112,15 @@ def _nncf_options(nncf, graph: str, mode: str, group_size: int) -> dict:
     return {"mode": nncf.CompressWeightsMode.INT8_ASYM}
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str) -> None:
     staging = path.with_name(f".{path.name}.tmp")
     staging.write_text(text, encoding="utf-8")
     os.replace(staging, path)
 
 
-def _graph_bytes(xml: Path) -> int:
+def graph_bytes(xml: Path) -> int:
     return xml.stat().st_size + xml.with_suffix(".bin").stat().st_size
 
 
-def _dir_bytes(directory: Path) -> int:
+def dir_bytes(directory: Path) -> int:
     return sum(p.stat().st_size for p in directory.iterdir() if p.is_file())

@@ -27,7 +27,9 @@ from wyoming_chorus.export.presets import talker_shapes
 from wyoming_chorus.export.tokenizer import tokenizer_from_files
 from wyoming_chorus.graphs.speaker_encoder import speaker_encoder_shapes
 
-WEIGHT_MODES = ("f16", "f32", "int8", "int4")
+# auto: INT4 per graph where this checkpoint's check passes, INT8 elsewhere (wyoming_chorus/export/int4_choice.py).
+WEIGHT_MODES = ("f16", "f32", "int8", "int4", "auto")
+COMPRESSED_MODES = ("int8", "int4", "auto")
 # Base (voice cloning): its speaker encoder is exported, and clones speak from their clip's speaker embedding.
 SUPPORTED_MODEL_TYPES = ("custom_voice", "voice_design", "base")
 _SAMPLING = ("temperature", "top_k", "top_p", "repetition_penalty",
@@ -39,12 +41,14 @@ class ExportError(ValueError):
 
 
 def export_checkpoint(checkpoint, out_dir, codec=None, weights: str = "f16", name: str | None = None,
-                      log: TextIO | None = sys.stderr) -> Path:
+                      log: TextIO | None = sys.stderr, int4_threshold=None) -> Path:
     """Write MODEL_DIR `out_dir` from `checkpoint` (and the codec in `codec`, default CHECKPOINT/speech_tokenizer).
 
     weights: "f32" keeps the checkpoint's values exactly (bf16 checkpoints widen losslessly), "f16" halves the
-    size, "int8" / "int4" compress the language-model graphs after an f16 export (wyoming_chorus/export/compress.py).
-    Progress goes to `log` (None: silent). Raises ExportError.
+    size, "int8" / "int4" compress the language-model graphs after an f16 export (wyoming_chorus/export/compress.py),
+    "auto" checks INT4 on this checkpoint graph by graph against `int4_threshold` (a weight_check.Threshold, None:
+    its defaults) and keeps INT8 where it misses (int4_choice.py). Progress goes to `log` (None: silent).
+    Raises ExportError.
     """
     if weights not in WEIGHT_MODES:
         raise ExportError(f"--weights must be one of {', '.join(WEIGHT_MODES)}, not {weights!r}")
@@ -53,7 +57,7 @@ def export_checkpoint(checkpoint, out_dir, codec=None, weights: str = "f16", nam
     if out.exists() and any(out.iterdir()) and not (out / "chorus.json").is_file():
         raise ExportError(f"{out} exists and is not a model directory; choose another output")
     progress = _Progress(log)
-    compress = _compressor() if weights in ("int8", "int4") else None
+    compress = _compressor(weights, int4_threshold, progress) if weights in COMPRESSED_MODES else None
     # Written beside the output and renamed into place: a failed export never leaves a half-written model there.
     staging = out.with_name(f".{out.name}.exporting")
     shutil.rmtree(staging, ignore_errors=True)
@@ -109,7 +113,8 @@ def _write(checkpoint: Path, codec_dir: Path, out: Path, weights: str, name: str
     except ValueError as error:  # CheckpointError, or a config key or tensor the graph builders did not find
         raise ExportError(str(error)) from None
     if compress is not None:
-        progress.stage(f"compressing weights to {weights}")
+        progress.stage(f"compressing weights to {weights}" if weights != "auto" else
+                       "compressing weights: INT4 where this checkpoint's check allows, INT8 elsewhere")
         try:
             compress(out, weights)
         except (RuntimeError, ValueError) as error:
@@ -129,16 +134,21 @@ def generation_defaults(generation_config: dict) -> dict:
     return generation
 
 
-def _compressor():
-    """compress_model_dir, checked before the export starts rather than after it."""
+def _compressor(weights: str, int4_threshold, progress: _Progress):
+    """compress(model_dir, weights), checked before the export starts rather than after it."""
     try:
         from wyoming_chorus.export.compress import compress_model_dir
+        from wyoming_chorus.export.int4_choice import compress_checked
+        from wyoming_chorus.export.weight_check import Threshold
     except ImportError as error:
-        raise ExportError(f"int8/int4 weights need wyoming_chorus.export.compress, which cannot be imported: {error}") \
-            from None
+        raise ExportError(f"{weights} weights need wyoming_chorus.export's compression, which cannot be imported: "
+                          f"{error}") from None
     if importlib.util.find_spec("nncf") is None:
-        raise ExportError("int8/int4 weights need NNCF: pip install 'wyoming-chorus[compress]'")
-    return compress_model_dir
+        raise ExportError(f"{weights} weights need NNCF: pip install 'wyoming-chorus[compress]'")
+    if weights != "auto":
+        return compress_model_dir
+    threshold = int4_threshold or Threshold()
+    return lambda out, _: compress_checked(out, threshold, report=progress.line, on_stage=progress.stage)
 
 
 class _Progress:
@@ -151,6 +161,9 @@ class _Progress:
 
     def stage(self, label: str) -> None:
         self._write(f"export: {label} ...\n")
+
+    def line(self, text: str) -> None:
+        self._write(f"export: {text}\n")
 
     def counter(self, label: str):
         def report(done: int, total: int) -> None:

@@ -44,10 +44,13 @@ class Manifest:
     supports_instruct: bool
     generation: Mapping[str, Any]
     talker: Mapping[str, int]
-    weights: str = "f32"                  # f32, f16, int8 or int4
+    weights: str = "f32"                  # f32, f16, int8 or int4 (int4: at least one graph is INT4)
     random_weights: bool = False          # test and benchmark models: noise, not speech
     speaker_encoder: Mapping[str, int] | None = None   # Base models: speaker_encoder.xml
     codec_encoder: Mapping[str, int] | None = None     # Base models exported with codec_encoder.xml
+    # An export with weights "auto": each checked graph's format and its INT4 and INT8 figures against the float
+    # model (export/int4_choice.py), e.g. {"graphs": {"talker": {"weights": "int4", "int4": {"tvd": ...}}}}.
+    weights_check: Mapping[str, Any] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod

@@ -1,0 +1,104 @@
+"""Weights "auto" (wyoming_chorus/export/int4_choice.py) on copies of the built-in tiny model: random weights, with
+thresholds set so that INT4 passes, fails (INT8 kept) or passes for one graph only."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import openvino as ov
+import pytest
+
+from wyoming_chorus.engine.runner import RunnerOptions
+from wyoming_chorus.export.builtin import resolve_model
+from wyoming_chorus.export.int4_choice import CHECKED, CheckPlan, compress_checked
+from wyoming_chorus.export.served_sampling import ServedSampling
+from wyoming_chorus.export.utterances import EXACT, replay, speak
+from wyoming_chorus.export.weight_check import Threshold, predictor_distance, talker_distance
+from wyoming_chorus.modeldir.manifest import ModelDir
+
+pytest.importorskip("nncf", reason="weight compression needs the optional extra: pip install '.[compress]'")
+
+# Three languages, a few frames each, and groups that fit the tiny dims: seconds, not minutes.
+PLAN = CheckPlan(calibration_frames=6, check_frames=6, group_size=16, languages=("english", "german", "chinese"))
+LENIENT, STRICT = Threshold(max_tvd=1.0, min_agreement=0.0), Threshold(max_tvd=0.0, min_agreement=1.0)
+
+
+def checked_copy(tmp_path, threshold: Threshold):
+    directory = tmp_path / "tiny"
+    shutil.copytree(resolve_model("builtin:tiny"), directory)
+    lines: list[str] = []
+    check = compress_checked(directory, threshold, PLAN, report=lines.append)
+    return directory, check, lines
+
+
+def weight_types(xml) -> set[str]:
+    """Element types of the graph's constants that hold weights (more than a few values)."""
+    model = ov.Core().read_model(xml)
+    return {op.get_output_element_type(0).get_type_name() for op in model.get_ops()
+            if op.get_type_name() == "Constant" and int(np.prod(list(op.get_output_shape(0)))) > 64}
+
+
+def test_the_float_model_replayed_is_at_distance_zero():
+    """Teacher forcing lines each replayed logit up with the decision it stands for: the float graphs, replayed as
+    one prefill (talker) or step by step (code predictor), land where they spoke."""
+    model = ModelDir(resolve_model("builtin:tiny"))
+    spoken = speak(model, True, 6, languages=("english", "german"))
+    talker, predictor = replay(model / "talker.xml", model / "code_predictor.xml", EXACT, spoken)
+    manifest = model.manifest
+    sampling = ServedSampling.from_manifest(manifest.generation, manifest.codebook_size, manifest.eos_id)
+    for distance in (talker_distance(sampling, spoken, talker), predictor_distance(sampling, spoken, predictor)):
+        assert distance.agreement == 1.0 and distance.tvd < 1e-3, distance
+    assert sum(len(u.codes) for u in spoken) == talker_distance(sampling, spoken, talker).decisions == 12
+
+
+@pytest.fixture(scope="module")
+def lenient(tmp_path_factory):
+    return checked_copy(tmp_path_factory.mktemp("lenient"), LENIENT)
+
+
+def test_int4_within_the_threshold_is_kept_and_recorded(lenient):
+    directory, check, lines = lenient
+    manifest = ModelDir(directory).manifest
+    assert manifest.weights == "int4" and manifest.weights_check == check
+    for graph in CHECKED:
+        figures = check["graphs"][graph]
+        assert figures["weights"] == "int4"
+        assert "i4" in weight_types(directory / f"{graph}.xml"), graph
+        for mode in ("int4", "int8"):
+            assert 0.0 <= figures[mode]["tvd"] <= 1.0 and 0.0 <= figures[mode]["agreement"] <= 1.0
+        assert figures["int4"]["tvd"] > 0.0  # the weights did change
+    decisions = {graph: check["graphs"][graph]["int4"]["decisions"] for graph in CHECKED}
+    assert decisions["code_predictor"] == 15 * decisions["talker"] > 0
+    assert "i4" not in weight_types(directory / "text.xml")  # the embedding table: INT8 always
+    assert [line.split(":")[0] for line in lines] == ["talker", "code predictor"]
+    assert all("INT4 kept" in line and "TVD" in line and "threshold" in line for line in lines)
+    assert not list(directory.glob(".*"))  # no staging file left behind
+
+
+def test_the_runner_serves_the_checked_dir(lenient):
+    from test_compress import prefill
+
+    codes = prefill(lenient[0], RunnerOptions(device="CPU", num_blocks=4)).codes
+    assert codes.shape == (1, 16) and codes.min() >= 0 and codes[0, 1:].max() < 2048
+
+
+def test_int4_that_misses_the_threshold_falls_back_to_int8(tmp_path):
+    directory, check, lines = checked_copy(tmp_path, STRICT)
+    manifest = json.loads((directory / "chorus.json").read_text())
+    assert manifest["weights"] == "int8"
+    for graph in CHECKED:
+        assert check["graphs"][graph]["weights"] == "int8"
+        assert "i4" not in weight_types(directory / f"{graph}.xml") and "u8" in weight_types(directory / f"{graph}.xml")
+    assert all("INT8, INT4 missed the threshold" in line for line in lines)
+
+
+def test_each_graph_is_judged_on_its_own(tmp_path, lenient):
+    """A TVD bound between the two graphs' INT4 figures keeps INT4 for the closer graph only."""
+    tvd = {graph: lenient[1]["graphs"][graph]["int4"]["tvd"] for graph in CHECKED}
+    closer, farther = sorted(CHECKED, key=tvd.__getitem__)
+    if tvd[closer] == tvd[farther]:
+        pytest.skip("both graphs measured the same TVD")
+    _, check, _ = checked_copy(tmp_path, Threshold(max_tvd=float(np.mean(list(tvd.values()))), min_agreement=0.0))
+    assert check["graphs"][closer]["weights"] == "int4" and check["graphs"][farther]["weights"] == "int8"
+    assert json.loads((tmp_path / "tiny" / "chorus.json").read_text())["weights"] == "int4"
