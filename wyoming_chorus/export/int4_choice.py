@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from wyoming_chorus.engine.device import cpu_facts
+from wyoming_chorus.cpu import cpu_facts
 from wyoming_chorus.engine.lm_precision import lm_precision
 from wyoming_chorus.export import compress
 from wyoming_chorus.export.served_sampling import ServedSampling
