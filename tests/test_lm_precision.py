@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from wyoming_chorus.cpu import CpuFacts, cpu_facts
-from wyoming_chorus.engine.lm_precision import lm_precision
+from wyoming_chorus.lm_precision import lm_precision
 
 AMX = CpuFacts(("BF16", "FP32", "INT8"), "bf16", "amx_bf16")
 AVX512_BF16 = CpuFacts(("BF16", "FP32", "INT8"), "bf16", "avx512_bf16")  # e.g. AMD Zen 4

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from wyoming_chorus.engine.device import cpu_facts  # noqa: E402
-from wyoming_chorus.engine.lm_precision import lm_precision  # noqa: E402
+from wyoming_chorus.lm_precision import lm_precision  # noqa: E402
 from wyoming_chorus.export import compress  # noqa: E402
 from wyoming_chorus.export.int4_choice import INT4_METHODS, CheckPlan  # noqa: E402
 from wyoming_chorus.export.served_sampling import ServedSampling  # noqa: E402

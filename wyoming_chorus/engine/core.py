@@ -23,7 +23,7 @@ from wyoming_chorus.cpu import cpu_facts
 from wyoming_chorus.engine.audio_output import CodecWorker
 from wyoming_chorus.engine.blocks import BlockManager
 from wyoming_chorus.engine.device import available_devices, resolve_device
-from wyoming_chorus.engine.lm_precision import lm_precision
+from wyoming_chorus.lm_precision import lm_precision
 from wyoming_chorus.engine.messages import Abort, Add, CheckIntegrity, CodecFailed, FeedText, Message, Promote, Stop
 from wyoming_chorus.engine.pacing import pacing_for
 from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions

@@ -87,7 +87,7 @@ def engine_phase(directory: Path, plan: Plan, texts: list[tuple[str, str]], isa_
     model = ModelDir(directory)
     # The talker and code predictor at the precision the servers chose (engine/lm_precision.py); the codec as given.
     from wyoming_chorus.cpu import cpu_facts
-    from wyoming_chorus.engine.lm_precision import lm_precision
+    from wyoming_chorus.lm_precision import lm_precision
 
     lm_hint = lm_precision(plan.inference_precision, model.manifest.weights, "CPU", cpu_facts()).hint
     runner = PagedRunner(model, RunnerOptions(device="CPU", kv_precision="u8", kv_cache_bytes=512 << 20,
