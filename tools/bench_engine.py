@@ -21,10 +21,10 @@ from chorus_tools.engine_bench import bench_batch, bench_codec, kv_bytes_per_tok
 from chorus_tools.models import preset_model
 from wyoming_chorus.cpu import cpu_facts
 from wyoming_chorus.engine.codec_precision import choose_codec_decoder
-from wyoming_chorus.lm_precision import lm_precision
 from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
 from wyoming_chorus.errors import SetupError
 from wyoming_chorus.export.builtin import resolve_model
+from wyoming_chorus.lm_precision import lm_precision
 from wyoming_chorus.modeldir.manifest import ModelDir
 
 

@@ -20,12 +20,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from wyoming_chorus.engine.device import cpu_facts  # noqa: E402
-from wyoming_chorus.lm_precision import lm_precision  # noqa: E402
 from wyoming_chorus.export import compress  # noqa: E402
 from wyoming_chorus.export.int4_choice import INT4_METHODS, CheckPlan  # noqa: E402
 from wyoming_chorus.export.served_sampling import ServedSampling  # noqa: E402
 from wyoming_chorus.export.utterances import calibration_inputs, replay, speak  # noqa: E402
 from wyoming_chorus.export.weight_check import predictor_distance, talker_distance  # noqa: E402
+from wyoming_chorus.lm_precision import lm_precision  # noqa: E402
 from wyoming_chorus.modeldir.manifest import ModelDir  # noqa: E402
 
 

@@ -23,7 +23,6 @@ from wyoming_chorus.cpu import cpu_facts
 from wyoming_chorus.engine.audio_output import CodecWorker
 from wyoming_chorus.engine.blocks import BlockManager
 from wyoming_chorus.engine.device import available_devices, resolve_device
-from wyoming_chorus.lm_precision import lm_precision
 from wyoming_chorus.engine.messages import Abort, Add, CheckIntegrity, CodecFailed, FeedText, Message, Promote, Stop
 from wyoming_chorus.engine.pacing import pacing_for
 from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
@@ -35,6 +34,7 @@ from wyoming_chorus.engine.step_metrics import StepMetrics, playback_slack
 from wyoming_chorus.engine.streaming_codec import BLOCK_FRAMES
 from wyoming_chorus.errors import RequestFailed
 from wyoming_chorus.inbox import Inbox
+from wyoming_chorus.lm_precision import lm_precision
 from wyoming_chorus.metrics import Metrics
 from wyoming_chorus.modeldir.manifest import ModelDir
 from wyoming_chorus.speech.api import Handle

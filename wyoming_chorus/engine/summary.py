@@ -4,8 +4,8 @@ from __future__ import annotations
 from wyoming_chorus.config import EngineSettings
 from wyoming_chorus.cpu import cpu_facts
 from wyoming_chorus.engine.codec_precision import CodecChoice
-from wyoming_chorus.lm_precision import LmPrecision
 from wyoming_chorus.engine.runner import PagedRunner
+from wyoming_chorus.lm_precision import LmPrecision
 from wyoming_chorus.modeldir.manifest import ModelDir
 
 

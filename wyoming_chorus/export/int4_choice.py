@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wyoming_chorus.cpu import cpu_facts
-from wyoming_chorus.lm_precision import lm_precision
 from wyoming_chorus.export import compress
 from wyoming_chorus.export.served_sampling import ServedSampling
 from wyoming_chorus.export.utterances import calibration_inputs, replay, speak
 from wyoming_chorus.export.weight_check import Distance, Threshold, predictor_distance, talker_distance
+from wyoming_chorus.lm_precision import lm_precision
 from wyoming_chorus.modeldir.manifest import ModelDir
 
 CHECKED = ("talker", "code_predictor")
