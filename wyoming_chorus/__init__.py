@@ -10,6 +10,7 @@ Importing this package makes the process private before anything imports OpenVIN
   (`signal.set_wakeup_fd`); a child forked without exec inherits that socket and the C signal handler, so a SIGTERM
   sent to the child (OpenVINO's telemetry SIGTERMs its sender after 3 s on a network that drops traffic) would be
   read by the server's loop as its own. In every forked child the wakeup socket is detached at once.
+- Memory freed on one thread is reused by the others: glibc's malloc arenas are capped at two (malloc_arenas).
 """
 import os
 import signal
@@ -26,3 +27,8 @@ def _detach_signal_wakeup() -> None:
 
 
 os.register_at_fork(after_in_child=_detach_signal_wakeup)
+
+# Before any thread starts: the arenas a thread gets are fixed when it first allocates (malloc_arenas says why).
+from wyoming_chorus.malloc_arenas import cap_malloc_arenas  # noqa: E402
+
+cap_malloc_arenas()
