@@ -1,4 +1,4 @@
-"""The package layout is layered (README, "How it works"): each part of the package imports only the parts below it.
+"""The package layout is layered (docs/architecture.md): each part of the package imports only the parts below it.
 Read from the source tree (not the installed copy) with ast, relative imports resolved, so a new upward import fails
 here rather than in review; every module of the package belongs to a part, so none escapes the check."""
 from __future__ import annotations
