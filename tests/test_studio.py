@@ -100,7 +100,7 @@ async def test_flac_mp3_and_ogg_clips_are_decoded(studio, file_format):
 
 async def engine_idle(studio) -> None:
     """Until no request of an earlier test is in the engine: a request that shares its steps with another may differ
-    from a solo run in later frames (README, "Same seed, same audio"), and this module's tests share one server."""
+    from a solo run in later frames (docs/architecture.md), and this module's tests share one server."""
     engine = studio.service.service.engine
     async with asyncio.timeout(TIMEOUT):
         while (stats := engine.stats()).running or stats.waiting or stats.blocks_used:
@@ -123,7 +123,7 @@ async def test_a_preview_is_the_engines_audio_of_the_voice_as_wyoming_speaks_it(
     # The same text, voice and language through a real Wyoming synthesize (the seed is fixed): the same prompts and
     # seeds, so as long. Not asserted: the same bytes. The preview sentence is two sentences, and a reply's next
     # sentence is generated while the one before still is, in the same steps; how their steps overlap depends on
-    # timing, and a request that shares its steps may differ in later frames (README, "Same seed, same audio"). Seen
+    # timing, and a request that shares its steps may differ in later frames (docs/architecture.md). Seen
     # under load: the prompts and seeds were equal, the audio was not, for previews and Wyoming replies alike.
     synthesize = Event("synthesize", {"text": SENTENCES["de"], "voice": {"name": "Preview", "language": "de"}})
     await engine_idle(studio)

@@ -2,7 +2,7 @@
 
 On an AMX CPU (whose plugin computes in bf16 by default), INT8 and INT4 weights run faster in f32: their
 FullyConnected kernels unpack the weights into f32 (`brgemm_avx512_f32`) more cheaply than into bf16, where the tiles
-never help them anyway (only uncompressed weights reach AMX; README, Which kernels run). Measured with
+never help them anyway (only uncompressed weights reach AMX; docs/performance.md, Which kernels run). Measured with
 `tools/bench_engine.py` on 2 AMX cores, 0.6b, frame ms at batch 1 / 8 / 16, plugin default -> f32:
 INT8 105 / 221 / 234 -> 68 / 118 / 193, INT4 78 / 171 / 202 -> 52 / 100 / 161 (f16 weights are the other way
 round: their predictor takes 1.3-2.3x longer in f32). On AVX-512 bf16 without AMX (2 cores of an AMD EPYC, Zen 4)

@@ -95,7 +95,7 @@ def write_report(out: Path, header: dict, plan: Plan, phases: dict, engine: dict
     cont = phases.get("continuous", {})
     lines = ["# wyoming-chorus benchmark", "",
              f"- **Machine**: {header['cpu']}, {header['cores']} cores, ISA {' '.join(header['isa']) or 'unknown'}"
-             + (f" (limited: ONEDNN_MAX_CPU_ISA={header['isa_limit']}; see README, Which kernels run)"
+             + (f" (limited: ONEDNN_MAX_CPU_ISA={header['isa_limit']}; see docs/performance.md, Which kernels run)"
                 if header.get("isa_limit") else ""),
              f"- **Model**: {header['model']}{' (RANDOM weights)' if header['random_weights'] else ''}, "
              f"{header['weights']} weights, inference {header['inference_precision']}, KV {header['kv_precision']}",
