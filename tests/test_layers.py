@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "wyoming_chorus"
-LEAVES = {"config", "config_checks", "cpu", "errors", "inbox", "lm_precision", "malloc_arenas", "metrics", "playback_clock", "_native"}
+LEAVES = {"config", "config_checks", "cpu", "errors", "inbox", "lm_precision", "malloc_arenas", "metrics",
+          "playback_clock", "_native"}
 # Leaf modules inside a part: speech/api (a Request in, a Handle out) is the seam every layer shares, so the engine,
 # the front end and the protocol side import Request, Handle and RequestInfo from it instead of copying them.
 SHARED = {"speech.api"}

@@ -1,7 +1,7 @@
 """A voice reading a fixed text in a language, for the studio's preview: made exactly as the reply to a Wyoming
-synthesize event is (the text cut into sentences by speech/sentences.whole_text, spoken by
-speech/sentence_audio, on the serving loop, which the engine's Handles belong to), and handed to the studio's own loop piece
-by piece as it is made, so the page plays it while the rest is still being generated.
+synthesize event is (the text cut into sentences by speech/sentences.whole_text, spoken by speech/sentence_audio,
+on the serving loop, which the engine's Handles belong to), and handed to the studio's own loop piece by piece as it
+is made, so the page plays it while the rest is still being generated.
 
 Stopping early (the page went away, the deadline passed) closes the iterator, which cancels the work on the serving
 loop: the engine request is aborted and its KV blocks are freed, as when a Wyoming client leaves.
