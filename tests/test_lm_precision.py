@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from wyoming_chorus.engine.device import CpuFacts, cpu_facts
-from wyoming_chorus.engine.lm_precision import lm_precision
+from wyoming_chorus.engine.lm_precision import INT8_ACTIVATION_GROUP, activation_group, lm_precision
 
 AMX = CpuFacts(("BF16", "FP32", "INT8"), "bf16", "amx_bf16")
 AVX512_BF16 = CpuFacts(("BF16", "FP32", "INT8"), "bf16", "avx512_bf16")  # e.g. AMD Zen 4
@@ -31,6 +31,21 @@ def test_the_default_stays_everywhere_else():
     assert lm_precision("", "int8", "CPU", AVX2).hint == ""  # f32 already
     assert lm_precision("", "int8", "GPU", None).hint == ""  # the GPU was not measured
     assert lm_precision("", "int8", "CPU", AMX, kv_precision="bf16").hint == ""  # f32 cannot keep a bf16 cache
+
+
+def test_int8_activations_are_quantised_in_longer_groups_on_avx512_bf16():
+    assert activation_group("int8", "CPU", AVX512_BF16) == INT8_ACTIVATION_GROUP == 256
+
+
+@pytest.mark.parametrize(("weights", "device", "facts"), [
+    ("int4", "CPU", AVX512_BF16),  # a group longer than the weights' 128 turns the quantisation off
+    ("f16", "CPU", AVX512_BF16),   # float weights: no activation quantisation to tune
+    ("int8", "CPU", AMX),          # not measured there
+    ("int8", "CPU", AVX2),
+    ("int8", "GPU", None),
+])
+def test_the_plugins_activation_group_stays_everywhere_else(weights, device, facts):
+    assert activation_group(weights, device, facts) is None
 
 
 @pytest.mark.parametrize("requested", ["f32", "bf16"])

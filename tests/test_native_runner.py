@@ -40,10 +40,11 @@ class Model:
     def suppress_from(self) -> int:
         return self.manifest["codebook_size"]  # ids from here up are control ids
 
-    def runner(self, kv="f32", inference="f32", num_blocks=16, cache_bytes=0, device="CPU") -> _native.Runner:
+    def runner(self, kv="f32", inference="f32", num_blocks=16, cache_bytes=0, device="CPU",
+               activation_group=None) -> _native.Runner:
         return _native.Runner(str(self.dir / "talker.xml"), str(self.dir / "code_predictor.xml"), self.codec,
                               self.cp_codec, device, kv, inference, num_blocks, cache_bytes, self.eos,
-                              self.suppress_from)
+                              self.suppress_from, activation_group)
 
 
 @pytest.fixture(scope="module")
@@ -115,11 +116,12 @@ def run_step(runner, entries: list[Entry], hidden: int, **options):
 class StatefulReference:
     """talker.xml and code_predictor.xml as exported (stateful SDPA), f32 throughout: what the runner must match."""
 
-    def __init__(self, model: Model):
+    def __init__(self, model: Model, properties: dict | None = None):
         core = ov.Core()
         self.model = model
-        self.talker = core.compile_model(model.dir / "talker.xml", "CPU", F32).create_infer_request()
-        self.predictor = core.compile_model(model.dir / "code_predictor.xml", "CPU", F32).create_infer_request()
+        config = {**F32, **(properties or {})}
+        self.talker = core.compile_model(model.dir / "talker.xml", "CPU", config).create_infer_request()
+        self.predictor = core.compile_model(model.dir / "code_predictor.xml", "CPU", config).create_infer_request()
         self.length = 0
 
     def talk(self, rows: np.ndarray):
@@ -203,11 +205,11 @@ def greedy_trajectory(runner, model, rng):
     return inputs[:-1], logits, outputs
 
 
-def assert_matches_stateful_reference(runner, model):
+def assert_matches_stateful_reference(runner, model, properties: dict | None = None):
     """The runner's greedy trajectory, codebook 0 and the code predictor's 15 codebooks, equals the exported graphs'
     own (the predictor with its head_index input, i.e. unsplit)."""
     inputs, logits, outputs = greedy_trajectory(runner, model, np.random.default_rng(1))
-    reference = StatefulReference(model)
+    reference = StatefulReference(model, properties)
     history = []
     worst = 0.0
     for frame, (x, paged_logits, (codes, next_embeds, text)) in enumerate(zip(inputs, logits, outputs, strict=True)):
@@ -242,6 +244,30 @@ def test_split_heads_of_compressed_weights_match_the_gathered_head(model, mode, 
     runner = compressed.runner()
     assert runner.predictor_heads_split
     assert_matches_stateful_reference(runner, compressed)
+
+
+def test_activation_group_reaches_the_plugin(model, f32_runner):
+    """The group asked for is the one the talker is compiled with; none asked for leaves the plugin's default."""
+    assert model.runner(activation_group=64).dynamic_quantization_group_size == 64
+    assert model.runner(activation_group=0).dynamic_quantization_group_size == 0
+    assert f32_runner.dynamic_quantization_group_size not in (0, 64)  # the plugin's default (32 in 2026.4)
+
+
+@pytest.mark.parametrize("group", [0, 256])
+def test_compressed_weights_with_an_activation_group_still_match(model, group, tmp_path):
+    """INT8 weights with activations quantised in groups (or not at all): the codes still follow the stateful graph
+    the plugin compiles with the same group (a group that reached only one side, or broke the split heads, would
+    change them)."""
+    pytest.importorskip("nncf", reason="weight compression needs the optional extra: pip install '.[compress]'")
+    from wyoming_chorus.export.compress import compress_model_dir
+
+    directory = tmp_path / "tiny"
+    shutil.copytree(model.dir, directory)
+    compress_model_dir(directory, "int8")
+    compressed = Model(directory, model.manifest, model.codec, model.cp_codec)
+    runner = compressed.runner(activation_group=group)
+    assert runner.dynamic_quantization_group_size == group
+    assert_matches_stateful_reference(runner, compressed, {"DYNAMIC_QUANTIZATION_GROUP_SIZE": group})
 
 
 @pytest.mark.parametrize("inference", ["f32", ""])
