@@ -46,6 +46,9 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--kv-precision", default="u8")
     parser.add_argument("--inference-precision", default="")
+    parser.add_argument("--activation-group", type=int,
+                        help="DYNAMIC_QUANTIZATION_GROUP_SIZE of the talker and code predictor (0 = off; default: "
+                             "the runner's rule, engine/lm_precision.py): an A/B of the rule against the plugin's 32")
     parser.add_argument("--quick", action="store_true", help="tiny model, batches 1 and 4, 4 steps (CI)")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args(argv)
@@ -59,13 +62,14 @@ def main(argv=None) -> None:
                       args.kv_precision)
     try:
         runner = PagedRunner(ModelDir(directory), RunnerOptions(
-            device="CPU", kv_precision=args.kv_precision, inference_precision=lm.hint, kv_cache_bytes=1 << 30))
+            device="CPU", kv_precision=args.kv_precision, inference_precision=lm.hint, kv_cache_bytes=1 << 30,
+            activation_group=args.activation_group))
     except SetupError as error:  # e.g. --kv-precision bf16 on an AVX2 CPU: one line, exit 2 as the server does
         print(f"bench_engine: {error}", file=sys.stderr)
         sys.exit(2)
     print(f"model {directory}  device {runner.device}  kv {runner.kv_precision}  block {runner.block_size}  "
           f"blocks {runner.num_blocks}  talker and code predictor in {cpu_facts().inference_precision(lm.hint)} "
-          f"({lm.reason})")
+          f"({lm.reason}), activations quantised in groups of {runner.activation_group or 'none (off)'}")
     rows = [bench_batch(ModelDir(directory), runner, b, args.context, args.steps, args.inference_precision or "")
             for b in batches]
     print(f"{'batch':>5} {'talker ms':>10} {'frame ms':>9} {'host ms':>8} {'frames/s':>9}")
