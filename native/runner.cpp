@@ -53,7 +53,16 @@ Runner::Runner(const RunnerOptions& options)
         predictor_properties.emplace(
             ov::hint::dynamic_quantization_group_size(*options.dynamic_quantization_group_size));
     }
-    predictor_.emplace(core_, options.code_predictor_xml, device_, predictor_properties, options.cp_codec_embedding);
+    std::optional<BatchedVariant> batched;
+    if (options.batched_from > 0) {
+        batched = BatchedVariant{predictor_properties, options.batched_from};
+        if (options.batched_dynamic_quantization_group_size) {
+            batched->properties[ov::hint::dynamic_quantization_group_size.name()] =
+                *options.batched_dynamic_quantization_group_size;
+        }
+    }
+    predictor_.emplace(core_, options.code_predictor_xml, device_, predictor_properties, options.cp_codec_embedding,
+                       batched);
     filter_.emplace(CodecHeadRules{options.eos_id, options.suppress_from}, codec_embedding_.rows);
 }
 

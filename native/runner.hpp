@@ -32,6 +32,10 @@ struct RunnerOptions {
     // DYNAMIC_QUANTIZATION_GROUP_SIZE of the talker and the code predictor's body (the plugin quantises the
     // activations of compressed-weight products to int8 in groups this long); unset: the plugin's default.
     std::optional<uint64_t> dynamic_quantization_group_size;
+    // The code predictor's body compiled a second time with this group, run for batches of `batched_from` entries
+    // and more (0: no second compile).
+    std::optional<uint64_t> batched_dynamic_quantization_group_size;
+    std::size_t batched_from = 0;
 };
 
 class Runner {
