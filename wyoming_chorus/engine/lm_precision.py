@@ -69,11 +69,11 @@ def activation_groups(weights: str, device: str, facts: CpuFacts | None) -> Acti
     are many. Measured on 2 Zen 4 cores (AVX-512 bf16, no AMX), 0.6b, ms a step alternating both in one process
     (machine shared, ratios of medians, new / the plugin's 32):
     - INT8, 256 for both stages: code predictor body 0.78-0.90x at batch 1, 0.83-0.86x at batch 8; talker 0.86-1.0x
-      at batch 1, 0.87-0.89x at batch 8; a whole engine step (EngineCore.step, steps alternated) 0.74x at batch 1,
-      0.97x at 8, 0.87x at 16. The hidden states moved no more than bf16 itself moves them.
+      at batch 1, 0.87-0.89x at batch 8; a whole engine step (EngineCore.step, steps alternated) 0.74-0.87x at
+      batch 1, 0.93-0.97x at 8, 0.87x at 16. The hidden states moved no more than bf16 itself moves them.
     - INT4, 128: code predictor body 1.09-1.17x at batch 1 (kept at 32 there), 0.89x at 4, 0.84x at 8, 0.81x at 16:
       so a second body from batch 4 up (the body is small: ~40 MB of INT4 weights compiled twice); a whole engine
-      step 0.84x at batch 8 (1.06x at batch 1, where both run the same body: the noise). The talker
+      step 0.83-0.84x at batch 8, 0.94x at 16 (1.06x at batch 1, where both run the same body: the noise). The talker
       measured 0.81x at batch 8 and 1.18-1.21x at batch 1, but a second paged talker would hold its ~230 MB twice
       and share the KV cache: not done.
     Elsewhere (AMX, AVX2, the GPU) nothing was measured and the plugin's default stays."""
