@@ -7,6 +7,7 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
 #include "device.hpp"
@@ -53,11 +54,14 @@ public:
     PyRunner(const std::string& talker_xml, const std::string& code_predictor_xml, In<float> codec_embedding,
              In<float> cp_codec_embedding, const std::string& device, const std::string& kv_precision,
              const std::string& inference_precision, std::size_t num_blocks, std::size_t kv_cache_bytes,
-             int32_t eos_id, int32_t suppress_from)
+             int32_t eos_id, int32_t suppress_from, std::optional<uint64_t> dynamic_quantization_group_size,
+             std::optional<uint64_t> batched_dynamic_quantization_group_size, std::size_t batched_from)
         : codec_embedding_(std::move(codec_embedding)),
           cp_codec_embedding_(std::move(cp_codec_embedding)),
           runner_(RunnerOptions{talker_xml, code_predictor_xml, codec_table(), cp_tables(), device, kv_precision,
-                                inference_precision, num_blocks, kv_cache_bytes, eos_id, suppress_from}) {}
+                                inference_precision, num_blocks, kv_cache_bytes, eos_id, suppress_from,
+                                dynamic_quantization_group_size, batched_dynamic_quantization_group_size,
+                                batched_from}) {}
 
     Runner& runner() { return runner_; }
 
@@ -173,10 +177,13 @@ NB_MODULE(_native, m) {
     m.doc() = "Paged-KV Qwen3-TTS runner on OpenVINO (see native/runner.hpp).";
     nb::class_<PyRunner>(m, "Runner")
         .def(nb::init<const std::string&, const std::string&, In<float>, In<float>, const std::string&,
-                      const std::string&, const std::string&, std::size_t, std::size_t, int32_t, int32_t>(),
+                      const std::string&, const std::string&, std::size_t, std::size_t, int32_t, int32_t,
+                      std::optional<uint64_t>, std::optional<uint64_t>, std::size_t>(),
              nb::arg("talker_xml"), nb::arg("code_predictor_xml"), nb::arg("codec_embedding"),
              nb::arg("cp_codec_embedding"), nb::arg("device"), nb::arg("kv_precision"), nb::arg("inference_precision"),
-             nb::arg("num_blocks"), nb::arg("kv_cache_bytes"), nb::arg("eos_id"), nb::arg("suppress_from"))
+             nb::arg("num_blocks"), nb::arg("kv_cache_bytes"), nb::arg("eos_id"), nb::arg("suppress_from"),
+             nb::arg("dynamic_quantization_group_size").none() = nb::none(),
+             nb::arg("batched_dynamic_quantization_group_size").none() = nb::none(), nb::arg("batched_from") = 0)
         .def("step", &step, nb::arg("batch"),
              "One model step for every entry of a StepBatch; returns (codes, is_eos, next_embeds, logits | None).")
         .def_prop_ro("block_size", [](PyRunner& self) { return self.runner().block_size(); })
@@ -188,6 +195,9 @@ NB_MODULE(_native, m) {
         .def_prop_ro("predictor_heads_split",
                      [](PyRunner& self) { return self.runner().predictor_heads_split(); },
                      "True when the code predictor's output heads run as models of their own (predictor_heads.hpp).")
+        .def_prop_ro("dynamic_quantization_group_size",
+                     [](PyRunner& self) { return self.runner().dynamic_quantization_group_size(); },
+                     "The talker's DYNAMIC_QUANTIZATION_GROUP_SIZE as compiled (0: activations not quantised).")
         .def("kernels", &kernels,
              "(graph, layer type, kernel, precision) of every op the plugin runs, after at least one step.");
     m.def("cpu_isa", &cpu_isa,

@@ -18,15 +18,25 @@ void check_logits(const ov::CompiledModel& compiled, std::size_t codebook_size) 
 
 }  // namespace
 
+CodePredictor::Body::Body(ov::Core& core, const std::shared_ptr<ov::Model>& model, const std::string& device,
+                         const ov::AnyMap& properties, const char* out_name)
+    : compiled(core.compile_model(model, device, properties)),
+      request(compiled.create_infer_request()),
+      inputs(compiled.input("inputs_embeds")),
+      out(compiled.output(out_name)) {}
+
 CodePredictor::CodePredictor(ov::Core& core, const std::string& xml, const std::string& device,
-                             const ov::AnyMap& properties, EmbeddingTables tables)
+                             const ov::AnyMap& properties, EmbeddingTables tables,
+                             const std::optional<BatchedVariant>& batched)
     : tables_(std::move(tables)),
       hidden_size_(tables_.at(0).dim),
       codebook_size_(tables_.at(0).rows),
       head_index_(ov::element::i64, ov::Shape{}) {
-    const auto model = core.read_model(xml);
-    if (auto split = split_predictor_heads(model); split && split->heads.size() == tables_.size()) {
-        compiled_ = core.compile_model(split->body, device, properties);
+    std::shared_ptr<ov::Model> body = core.read_model(xml);
+    const char* out_name = "logits";
+    if (auto split = split_predictor_heads(body); split && split->heads.size() == tables_.size()) {
+        body = split->body;
+        out_name = "hidden";
         // The heads compute as the gathered head did, on decompressed weights: without this the plugin would
         // quantise their activations to int8 on the fly (it does so only for constant compressed weights), moving
         // the logits by ~1% and the codes with them. At one row per call the cost is the same (measured).
@@ -37,33 +47,36 @@ CodePredictor::CodePredictor(ov::Core& core, const std::string& xml, const std::
             check_logits(heads_.back(), codebook_size_);
             head_requests_.push_back(heads_.back().create_infer_request());
         }
-        hidden_port_ = compiled_.output("hidden");
-    } else {
-        compiled_ = core.compile_model(model, device, properties);
-        check_logits(compiled_, codebook_size_);
-        logits_port_ = compiled_.output("logits");
     }
-    request_ = compiled_.create_infer_request();
-    inputs_port_ = compiled_.input("inputs_embeds");
-    if (heads_.empty()) request_.set_tensor("head_index", head_index_);
+    bodies_.reserve(2);
+    bodies_.emplace_back(core, body, device, properties, out_name);
+    if (heads_.empty()) check_logits(bodies_.front().compiled, codebook_size_);
+    if (batched) {
+        bodies_.emplace_back(core, body, device, batched->properties, out_name);
+        batched_from_ = batched->from_batch;
+    }
+    for (Body& b : bodies_) {
+        if (heads_.empty()) b.request.set_tensor("head_index", head_index_);
+    }
+    active_ = &bodies_.front();
 }
 
 const float* CodePredictor::infer_logits(std::size_t head) {
     if (heads_.empty()) {
         head_index_.data<int64_t>()[0] = static_cast<int64_t>(head);
-        request_.infer();
-        return request_.get_tensor(logits_port_).data<const float>();
+        active_->request.infer();
+        return active_->request.get_tensor(active_->out).data<const float>();
     }
-    request_.infer();
+    active_->request.infer();
     // The body's output tensor can be reallocated when the batch changes: hand the current one over every call.
     ov::InferRequest& head_request = head_requests_[head];
-    head_request.set_input_tensor(request_.get_tensor(hidden_port_));
+    head_request.set_input_tensor(active_->request.get_tensor(active_->out));
     head_request.infer();
     return head_request.get_output_tensor().data<const float>();
 }
 
 std::vector<KernelInfo> CodePredictor::kernels() const {
-    auto kernels = executed_kernels(compiled_);
+    auto kernels = executed_kernels(bodies_.front().compiled);
     if (!heads_.empty()) {
         const auto head = executed_kernels(heads_.front());  // every head compiles alike
         kernels.insert(kernels.end(), head.begin(), head.end());
@@ -92,10 +105,11 @@ void CodePredictor::predict(const std::vector<PredictorRow>& rows, int32_t* code
     }
     std::fill_n(embedding_sum, batch * H, 0.0f);
 
-    request_.reset_state();
+    active_ = &bodies_[batched_from_ != 0 && batch >= batched_from_ ? 1 : 0];
+    active_->request.reset_state();
     for (std::size_t j = 0; j < groups; ++j) {
         // Infers 1.. all read next_view_, rewritten in place below: it is set once, at the first of them.
-        if (j <= 1) request_.set_tensor(inputs_port_, j == 0 ? first_view_ : next_view_);
+        if (j <= 1) active_->request.set_tensor(active_->inputs, j == 0 ? first_view_ : next_view_);
         const float* logits = infer_logits(j);
         // The next input (one row per entry) overwrites the start of inputs_, which the infer no longer needs.
         for (std::size_t b = 0; b < batch; ++b) {

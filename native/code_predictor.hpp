@@ -23,10 +23,17 @@ struct PredictorRow {
     int32_t frame_index;
 };
 
+// A second compile of the body for large batches: the plugin's best activation quantisation differs by batch size
+// (engine/lm_precision.py). The body's state lives for one frame, so each frame may run on either.
+struct BatchedVariant {
+    ov::AnyMap properties;
+    std::size_t from_batch;
+};
+
 class CodePredictor {
 public:
     CodePredictor(ov::Core& core, const std::string& xml, const std::string& device, const ov::AnyMap& properties,
-                  EmbeddingTables tables);
+                  EmbeddingTables tables, const std::optional<BatchedVariant>& batched = std::nullopt);
 
     // codes: [B, tables] (codebooks 1..), embedding_sum: [B, H] = sum_j E_j(c_{j+1}).
     void predict(const std::vector<PredictorRow>& rows, int32_t* codes, float* embedding_sum);
@@ -42,17 +49,24 @@ private:
     // One infer of head `head` for the current inputs; the logits stay valid until the next infer.
     const float* infer_logits(std::size_t head);
 
-    ov::CompiledModel compiled_;  // the body when split, else the whole graph with its head_index input
-    ov::InferRequest request_;
+    // The body when split, else the whole graph with its head_index input; its ports looked up once rather than by
+    // name for each of the G-1 infers of a frame (out: hidden when split, else logits).
+    struct Body {
+        Body(ov::Core& core, const std::shared_ptr<ov::Model>& model, const std::string& device,
+             const ov::AnyMap& properties, const char* out_name);
+        ov::CompiledModel compiled;
+        ov::InferRequest request;
+        ov::Output<const ov::Node> inputs;
+        ov::Output<const ov::Node> out;
+    };
+    std::vector<Body> bodies_;  // [0]: every batch; [1], if any: batches of batched_from_ and more
+    std::size_t batched_from_ = 0;
+    Body* active_ = nullptr;  // the one this frame runs on
     std::vector<ov::CompiledModel> heads_;  // empty when unsplit
     std::vector<ov::InferRequest> head_requests_;
     EmbeddingTables tables_;
     std::size_t hidden_size_;
     std::size_t codebook_size_;
-    // Looked up once rather than by name for each of the G-1 infers of a frame.
-    ov::Output<const ov::Node> inputs_port_;
-    ov::Output<const ov::Node> logits_port_;  // unsplit
-    ov::Output<const ov::Node> hidden_port_;  // split
     ov::Tensor head_index_;
     std::vector<float> inputs_;
     // Views of inputs_ as the first infer's [B, 2, H] and the later ones' [B, 1, H], made again only when the

@@ -34,7 +34,8 @@ Runner::Runner(const RunnerOptions& options)
     check_tables(options);
     const auto inference_precision = parse_inference_precision(options.inference_precision);
     talker_.emplace(core_, TalkerOptions{options.talker_xml, device_, parse_kv_precision(options.kv_precision),
-                                         inference_precision, options.num_blocks, options.kv_cache_bytes});
+                                         inference_precision, options.num_blocks, options.kv_cache_bytes,
+                                         options.dynamic_quantization_group_size});
     if (talker_->hidden_size() != codec_embedding_.dim || talker_->vocab_size() != codec_embedding_.rows) {
         throw std::invalid_argument("codec_embedding is [" + std::to_string(codec_embedding_.rows) + ", " +
                                     std::to_string(codec_embedding_.dim) + "] but the talker has vocabulary " +
@@ -48,7 +49,20 @@ Runner::Runner(const RunnerOptions& options)
     if (inference_precision) {
         predictor_properties.emplace(ov::hint::inference_precision(*inference_precision));
     }
-    predictor_.emplace(core_, options.code_predictor_xml, device_, predictor_properties, options.cp_codec_embedding);
+    if (options.dynamic_quantization_group_size) {  // the body's; its heads keep their own (code_predictor.cpp)
+        predictor_properties.emplace(
+            ov::hint::dynamic_quantization_group_size(*options.dynamic_quantization_group_size));
+    }
+    std::optional<BatchedVariant> batched;
+    if (options.batched_from > 0) {
+        batched = BatchedVariant{predictor_properties, options.batched_from};
+        if (options.batched_dynamic_quantization_group_size) {
+            batched->properties[ov::hint::dynamic_quantization_group_size.name()] =
+                *options.batched_dynamic_quantization_group_size;
+        }
+    }
+    predictor_.emplace(core_, options.code_predictor_xml, device_, predictor_properties, options.cp_codec_embedding,
+                       batched);
     filter_.emplace(CodecHeadRules{options.eos_id, options.suppress_from}, codec_embedding_.rows);
 }
 

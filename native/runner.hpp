@@ -29,6 +29,13 @@ struct RunnerOptions {
     std::size_t kv_cache_bytes;
     int32_t eos_id;
     int32_t suppress_from;
+    // DYNAMIC_QUANTIZATION_GROUP_SIZE of the talker and the code predictor's body (the plugin quantises the
+    // activations of compressed-weight products to int8 in groups this long); unset: the plugin's default.
+    std::optional<uint64_t> dynamic_quantization_group_size;
+    // The code predictor's body compiled a second time with this group, run for batches of `batched_from` entries
+    // and more (0: no second compile).
+    std::optional<uint64_t> batched_dynamic_quantization_group_size;
+    std::size_t batched_from = 0;
 };
 
 class Runner {
@@ -47,6 +54,7 @@ public:
     std::vector<KernelInfo> talker_kernels() const { return talker_->kernels(); }
     std::vector<KernelInfo> predictor_kernels() const { return predictor_->kernels(); }
     bool predictor_heads_split() const { return predictor_->split_heads(); }
+    uint64_t dynamic_quantization_group_size() const { return talker_->dynamic_quantization_group_size(); }
 
 private:
     ov::Core core_;

@@ -61,6 +61,9 @@ PagedTalker::PagedTalker(ov::Core& core, const TalkerOptions& options) {
     if (options.inference_precision) {
         properties.emplace(ov::hint::inference_precision(*options.inference_precision));
     }
+    if (options.dynamic_quantization_group_size) {
+        properties.emplace(ov::hint::dynamic_quantization_group_size(*options.dynamic_quantization_group_size));
+    }
     compiled_ = core.compile_model(read_paged(core, options.xml), options.device, properties);
     expect_paged_inputs(compiled_);
     request_ = compiled_.create_infer_request();
@@ -150,6 +153,10 @@ void PagedTalker::set_inputs(const StepBatch& in) {
 // copy the [N, H] embeddings every step. (logits_ / hidden_ point at output tensors the request itself owns.)
 void PagedTalker::park_inputs() {
     for (const auto& [port, parked] : parking_) request_.set_tensor(port, parked);
+}
+
+uint64_t PagedTalker::dynamic_quantization_group_size() const {
+    return compiled_.get_property(ov::hint::dynamic_quantization_group_size);
 }
 
 const float* PagedTalker::logits_row(std::size_t row) const { return logits_ + row * vocab_size_; }

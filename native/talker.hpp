@@ -2,6 +2,7 @@
 // The talker converted to PagedAttention: one infer runs every new row of every entry (prefill chunks and
 // decodes mixed), reading and writing K/V through the entries' block tables.
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@ struct TalkerOptions {
     std::optional<ov::element::Type> inference_precision;
     std::size_t num_blocks;
     std::size_t cache_bytes;
+    std::optional<uint64_t> dynamic_quantization_group_size;
 };
 
 class PagedTalker {
@@ -36,6 +38,7 @@ public:
     const PagedCache& cache() const { return *cache_; }
     // What the plugin actually runs at (its default when none was asked for).
     ov::element::Type inference_precision() const;
+    uint64_t dynamic_quantization_group_size() const;
     std::vector<KernelInfo> kernels() const { return executed_kernels(compiled_); }
 
 private:

@@ -224,7 +224,7 @@ def test_weights_are_int8_with_nncf_and_f16_without(monkeypatch):
     monkeypatch.setattr(hub.importlib.util, "find_spec", lambda name: object() if name == "nncf" else real(name))
     assert hub.preferred_weights("avx2")[0] == hub.preferred_weights("avx512f")[0] == "int8"
     weights, why = hub.preferred_weights("amx_bf16")
-    assert weights == "int8" and "AMX" in why and "f32" in why  # computed in f32 there (engine/lm_precision.py)
+    assert weights == "int8" and "AMX" in why and "f32" in why  # computed in f32 there (wyoming_chorus/lm_precision.py)
     monkeypatch.setattr(hub.importlib.util, "find_spec", lambda name: None if name == "nncf" else real(name))
     assert hub.preferred_weights("avx2")[0] == "f16"
 

@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 
 from wyoming_chorus.cpu import CpuFacts, cpu_facts
-from wyoming_chorus.lm_precision import lm_precision
+from wyoming_chorus.lm_precision import (
+    INT4_BATCHED_FROM,
+    INT4_BATCHED_GROUP,
+    INT8_ACTIVATION_GROUP,
+    ActivationGroups,
+    activation_groups,
+    lm_precision,
+)
 
 AMX = CpuFacts(("BF16", "FP32", "INT8"), "bf16", "amx_bf16")
 AVX512_BF16 = CpuFacts(("BF16", "FP32", "INT8"), "bf16", "avx512_bf16")  # e.g. AMD Zen 4
@@ -31,6 +38,30 @@ def test_the_default_stays_everywhere_else():
     assert lm_precision("", "int8", "CPU", AVX2).hint == ""  # f32 already
     assert lm_precision("", "int8", "GPU", None).hint == ""  # the GPU was not measured
     assert lm_precision("", "int8", "CPU", AMX, kv_precision="bf16").hint == ""  # f32 cannot keep a bf16 cache
+
+
+def test_int8_activations_are_quantised_in_longer_groups_on_avx512_bf16():
+    assert activation_groups("int8", "CPU", AVX512_BF16) == ActivationGroups(INT8_ACTIVATION_GROUP)
+    assert INT8_ACTIVATION_GROUP == 256
+
+
+def test_int4_predictor_takes_longer_groups_from_batch_4_on_avx512_bf16():
+    # Not longer than the weights' 128-groups (that turns the quantisation off); batch 1 keeps the plugin's 32.
+    assert activation_groups("int4", "CPU", AVX512_BF16) == ActivationGroups(None, INT4_BATCHED_GROUP,
+                                                                            INT4_BATCHED_FROM)
+    assert (INT4_BATCHED_GROUP, INT4_BATCHED_FROM) == (128, 4)
+
+
+@pytest.mark.parametrize(("weights", "device", "facts"), [
+    ("f16", "CPU", AVX512_BF16),   # float weights: no activation quantisation to tune
+    ("int8", "CPU", AMX),          # not measured there
+    ("int4", "CPU", AMX),
+    ("int8", "CPU", AVX2),
+    ("int4", "CPU", AVX2),
+    ("int8", "GPU", None),
+])
+def test_the_plugins_activation_group_stays_everywhere_else(weights, device, facts):
+    assert activation_groups(weights, device, facts) == ActivationGroups()
 
 
 @pytest.mark.parametrize("requested", ["f32", "bf16"])

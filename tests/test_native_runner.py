@@ -40,10 +40,11 @@ class Model:
     def suppress_from(self) -> int:
         return self.manifest["codebook_size"]  # ids from here up are control ids
 
-    def runner(self, kv="f32", inference="f32", num_blocks=16, cache_bytes=0, device="CPU") -> _native.Runner:
+    def runner(self, kv="f32", inference="f32", num_blocks=16, cache_bytes=0, device="CPU",
+               activation_group=None, batched_group=None, batched_from=0) -> _native.Runner:
         return _native.Runner(str(self.dir / "talker.xml"), str(self.dir / "code_predictor.xml"), self.codec,
                               self.cp_codec, device, kv, inference, num_blocks, cache_bytes, self.eos,
-                              self.suppress_from)
+                              self.suppress_from, activation_group, batched_group, batched_from)
 
 
 @pytest.fixture(scope="module")
@@ -115,11 +116,12 @@ def run_step(runner, entries: list[Entry], hidden: int, **options):
 class StatefulReference:
     """talker.xml and code_predictor.xml as exported (stateful SDPA), f32 throughout: what the runner must match."""
 
-    def __init__(self, model: Model):
+    def __init__(self, model: Model, properties: dict | None = None):
         core = ov.Core()
         self.model = model
-        self.talker = core.compile_model(model.dir / "talker.xml", "CPU", F32).create_infer_request()
-        self.predictor = core.compile_model(model.dir / "code_predictor.xml", "CPU", F32).create_infer_request()
+        config = {**F32, **(properties or {})}
+        self.talker = core.compile_model(model.dir / "talker.xml", "CPU", config).create_infer_request()
+        self.predictor = core.compile_model(model.dir / "code_predictor.xml", "CPU", config).create_infer_request()
         self.length = 0
 
     def talk(self, rows: np.ndarray):
@@ -203,11 +205,11 @@ def greedy_trajectory(runner, model, rng):
     return inputs[:-1], logits, outputs
 
 
-def assert_matches_stateful_reference(runner, model):
+def assert_matches_stateful_reference(runner, model, properties: dict | None = None):
     """The runner's greedy trajectory, codebook 0 and the code predictor's 15 codebooks, equals the exported graphs'
     own (the predictor with its head_index input, i.e. unsplit)."""
     inputs, logits, outputs = greedy_trajectory(runner, model, np.random.default_rng(1))
-    reference = StatefulReference(model)
+    reference = StatefulReference(model, properties)
     history = []
     worst = 0.0
     for frame, (x, paged_logits, (codes, next_embeds, text)) in enumerate(zip(inputs, logits, outputs, strict=True)):
@@ -242,6 +244,34 @@ def test_split_heads_of_compressed_weights_match_the_gathered_head(model, mode, 
     runner = compressed.runner()
     assert runner.predictor_heads_split
     assert_matches_stateful_reference(runner, compressed)
+
+
+def test_activation_group_reaches_the_plugin(model, f32_runner):
+    """The group asked for is the one the talker is compiled with; none asked for leaves the plugin's default."""
+    assert model.runner(activation_group=64).dynamic_quantization_group_size == 64
+    assert model.runner(activation_group=0).dynamic_quantization_group_size == 0
+    assert f32_runner.dynamic_quantization_group_size not in (0, 64)  # the plugin's default (32 in 2026.4)
+
+
+@pytest.mark.parametrize(("mode", "group", "batched"), [("int8", 0, False), ("int8", 256, False),
+                                                        ("int4", 0, True)])
+def test_compressed_weights_with_an_activation_group_still_match(model, mode, group, batched, tmp_path):
+    """Compressed weights with activations quantised in groups (or not at all), in the body every batch runs or in
+    the code predictor's second body for large batches (here from batch 1, so that it runs): the codes still follow
+    the stateful graphs the plugin compiles with the same group (a group that reached only one side, or a second
+    body that ran with the first's ports or without its heads, would change them or fail)."""
+    pytest.importorskip("nncf", reason="weight compression needs the optional extra: pip install '.[compress]'")
+    from wyoming_chorus.export.compress import compress_model_dir
+
+    directory = tmp_path / "tiny"
+    shutil.copytree(model.dir, directory)
+    compress_model_dir(directory, mode, group_size=16)  # a group that fits the tiny model's widths
+    compressed = Model(directory, model.manifest, model.codec, model.cp_codec)
+    batched_body = {"batched_group": group, "batched_from": 1} if batched else {}
+    runner = compressed.runner(activation_group=group, **batched_body)
+    assert runner.dynamic_quantization_group_size == group and runner.predictor_heads_split
+    properties = {"DYNAMIC_QUANTIZATION_GROUP_SIZE": group}
+    assert_matches_stateful_reference(runner, compressed, properties)
 
 
 @pytest.mark.parametrize("inference", ["f32", ""])
@@ -282,7 +312,10 @@ def run_alone(runner, model, prompt, blocks, text, steps):
     return frames
 
 
-def test_batched_scattered_blocks_match_alone(model, f32_runner):
+@pytest.mark.parametrize("second_body", [False, True])
+def test_batched_scattered_blocks_match_alone(model, f32_runner, second_body):
+    # second_body: the code predictor's second compile runs the batches of 2 here, the first one the entries alone.
+    runner = model.runner(batched_from=2) if second_body else f32_runner
     # Exact code equality is safe here: the greedy margins of these seeds are > 2e-3, the f32 differences ~1e-7.
     rng = np.random.default_rng(2)
     H = model.hidden
@@ -291,18 +324,18 @@ def test_batched_scattered_blocks_match_alone(model, f32_runner):
     blocks_a, blocks_b = [7, 0], [12, 3, 9, 14]
 
     # A filler sequence writes blocks 3 and 7, then is freed; A and B reuse those blocks.
-    run_step(f32_runner, [Entry(filler, 0, [3, 7], emit=False)], H)
+    run_step(runner, [Entry(filler, 0, [3, 7], emit=False)], H)
 
     # A prefills whole while B prefills its first chunk, then A decodes while B finishes its prompt, then both decode.
     frames_a, frames_b = [], []
     a = Entry(prompt_a, 0, blocks_a, frame=0, text_next=text_a[0])
     b = Entry(prompt_b[:40], 0, blocks_b, emit=False)
-    codes, _, next_embeds, logits = run_step(f32_runner, [a, b], H)
+    codes, _, next_embeds, logits = run_step(runner, [a, b], H)
     frames_a.append((codes[0], logits[0]))
     a = Entry(next_embeds[:1], 45, blocks_a, frame=1, history=[int(codes[0, 0])], text_next=text_a[1])
     b = Entry(prompt_b[40:], 40, blocks_b, frame=0, text_next=text_b[0])
     for _ in range(6):
-        codes, _, next_embeds, logits = run_step(f32_runner, [b, a], H)  # order differs from the prefill call
+        codes, _, next_embeds, logits = run_step(runner, [b, a], H)  # order differs from the prefill call
         for entry, index, frames, text in ((b, 0, frames_b, text_b), (a, 1, frames_a, text_a)):
             frames.append((codes[index], logits[index]))
             entry.past += len(entry.rows)
@@ -311,8 +344,8 @@ def test_batched_scattered_blocks_match_alone(model, f32_runner):
             entry.frame += 1
             entry.text_next = text[entry.frame]
 
-    alone_a = run_alone(f32_runner, model, prompt_a, [1, 2], text_a, len(frames_a))
-    alone_b = run_alone(f32_runner, model, prompt_b, [4, 5, 6], text_b, len(frames_b))
+    alone_a = run_alone(runner, model, prompt_a, [1, 2], text_a, len(frames_a))
+    alone_b = run_alone(runner, model, prompt_b, [4, 5, 6], text_b, len(frames_b))
     for name, batched, alone in (("A", frames_a, alone_a), ("B", frames_b, alone_b)):
         for frame, ((codes, logits), (alone_codes, alone_logits)) in enumerate(zip(batched, alone, strict=True)):
             np.testing.assert_allclose(logits, alone_logits, atol=1e-4, err_msg=f"{name} frame {frame}")

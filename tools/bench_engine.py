@@ -24,7 +24,7 @@ from wyoming_chorus.engine.codec_precision import choose_codec_decoder
 from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
 from wyoming_chorus.errors import SetupError
 from wyoming_chorus.export.builtin import resolve_model
-from wyoming_chorus.lm_precision import lm_precision
+from wyoming_chorus.lm_precision import ActivationGroups, lm_precision
 from wyoming_chorus.modeldir.manifest import ModelDir
 
 
@@ -34,6 +34,12 @@ def model_dir(args) -> Path:
     if args.quick:
         return resolve_model("builtin:tiny")
     return preset_model(Path(args.cache), args.preset)
+
+
+def batched_note(groups: ActivationGroups) -> str:
+    if not groups.batched_from:
+        return ""
+    return f" ({groups.batched or 'the default'} in the code predictor from batch {groups.batched_from})"
 
 
 def main(argv=None) -> None:
@@ -46,6 +52,10 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--kv-precision", default="u8")
     parser.add_argument("--inference-precision", default="")
+    parser.add_argument("--activation-group", type=int,
+                        help="DYNAMIC_QUANTIZATION_GROUP_SIZE of the talker and code predictor at every batch (0 = "
+                             "off; default: the runner's rule, lm_precision.py): an A/B of the rule against "
+                             "the plugin's 32")
     parser.add_argument("--quick", action="store_true", help="tiny model, batches 1 and 4, 4 steps (CI)")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args(argv)
@@ -54,18 +64,20 @@ def main(argv=None) -> None:
 
     directory = model_dir(args)
     batches = [int(b) for b in args.batches.split(",")]
-    # The talker and code predictor at the precision the server would choose (engine/lm_precision.py).
+    # The talker and code predictor at the precision the server would choose (lm_precision.py).
     lm = lm_precision(args.inference_precision, ModelDir(directory).manifest.weights, "CPU", cpu_facts(),
                       args.kv_precision)
     try:
         runner = PagedRunner(ModelDir(directory), RunnerOptions(
-            device="CPU", kv_precision=args.kv_precision, inference_precision=lm.hint, kv_cache_bytes=1 << 30))
+            device="CPU", kv_precision=args.kv_precision, inference_precision=lm.hint, kv_cache_bytes=1 << 30,
+            activation_groups=None if args.activation_group is None else ActivationGroups(args.activation_group)))
     except SetupError as error:  # e.g. --kv-precision bf16 on an AVX2 CPU: one line, exit 2 as the server does
         print(f"bench_engine: {error}", file=sys.stderr)
         sys.exit(2)
     print(f"model {directory}  device {runner.device}  kv {runner.kv_precision}  block {runner.block_size}  "
           f"blocks {runner.num_blocks}  talker and code predictor in {cpu_facts().inference_precision(lm.hint)} "
-          f"({lm.reason})")
+          f"({lm.reason}), activations quantised in groups of {runner.activation_group or 'none (off)'}"
+          f"{batched_note(runner.activation_groups)}")
     rows = [bench_batch(ModelDir(directory), runner, b, args.context, args.steps, args.inference_precision or "")
             for b in batches]
     print(f"{'batch':>5} {'talker ms':>10} {'frame ms':>9} {'host ms':>8} {'frames/s':>9}")

@@ -1,5 +1,5 @@
-"""The physical limit: this machine's memory bandwidth and f32 matmul throughput, the bytes and FLOPs of one frame
-per stage, and each stage's measured time as a multiple of its floor.
+"""The physical limit: this machine's memory bandwidth and matmul throughput in each arithmetic it has (f32, bf16,
+int8), the bytes and FLOPs of one frame per stage, and each stage's measured time as a multiple of its floor.
 
     python tools/bench_floor.py --model DIR [--batches 1,8] [--json out.json]
     python tools/bench_floor.py --quick          # tiny model (CI: the script keeps working)
@@ -9,8 +9,11 @@ Floors, per step of B requests:
   talker = its weight bytes / bandwidth; code predictor = its layer weights read by each of its 15 steps + each
   output head once (each step runs the body, then its own head: the runner splits the heads off at load);
 - compute: 2 x multiply-accumulates of the matrix products for B rows (code predictor: 16 rows a frame, its
-  2-position prefill and 14 steps), at the f32 peak OpenVINO reaches here (a large FullyConnected at 256 rows);
-- codec decoder: its convolutions' and matrix products' FLOPs per second of audio at large-M throughput.
+  2-position prefill and 14 steps), at the best rate OpenVINO reaches here in any arithmetic the CPU has
+  (chorus_tools/arithmetic.py: f32, bf16 dot products, int8 VNNI/AMX; a FullyConnected at 8, 64 and 256 rows):
+  what the stage could reach if it computed in the CPU's cheapest arithmetic;
+- codec decoder: its convolutions' and matrix products' FLOPs per second of audio at the rate of the precision it is
+  served at (engine.codec_precision auto), timed at that precision.
 A stage's floor is the larger of its bytes and compute floors; the report gives measured / floor. Times come from
 tools/bench_engine.py's own measurements (talker alone; whole frame - talker = code predictor + sampling).
 """
@@ -25,34 +28,17 @@ os.environ.setdefault("CI", "true")  # OpenVINO's telemetry opt-out, before anyt
 
 import numpy as np  # noqa: E402
 import openvino as ov  # noqa: E402
-import openvino.opset13 as op  # noqa: E402
 
-from chorus_tools.engine_bench import bench_batch, bench_codec, time_steps  # noqa: E402
+from chorus_tools.arithmetic import arithmetics, bandwidth_gb_s, throughput  # noqa: E402
+from chorus_tools.engine_bench import bench_batch, bench_codec  # noqa: E402
 from wyoming_chorus.cpu import cpu_facts  # noqa: E402
+from wyoming_chorus.engine.codec_precision import choose_codec_decoder  # noqa: E402
 from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions  # noqa: E402
 from wyoming_chorus.export.builtin import resolve_model  # noqa: E402
 from wyoming_chorus.modeldir.manifest import ModelDir  # noqa: E402
 
 CODEC_BLOCK_FRAMES = 4
 FRAMES_PER_SECOND = 12.5
-
-
-def bandwidth_gb_s() -> float:
-    """How fast OpenVINO streams weights from memory: one row through a 128 MB f32 FullyConnected (4x a large L3),
-    all threads, as a batch-1 step reads its weights."""
-    return matmul_gflop_s(1, k=4096, n=8192) / 2 * 4  # one multiply-accumulate per 4-byte weight
-
-
-def matmul_gflop_s(rows: int, k: int = 1024, n: int = 3072) -> float:
-    """OpenVINO's f32 FullyConnected on this CPU: `rows` x k times constant weights k x n."""
-    x = op.parameter([rows, k], np.float32)
-    weights = op.constant(np.random.default_rng(0).standard_normal((n, k)).astype(np.float32))
-    compiled = ov.Core().compile_model(ov.Model([op.matmul(x, weights, False, True)], [x]), "CPU",
-                                       {"INFERENCE_PRECISION_HINT": "f32"})
-    request, data = compiled.create_infer_request(), np.ones((rows, k), np.float32)
-    for _ in range(3):
-        request.infer([data])
-    return 2 * rows * k * n / (time_steps(lambda: request.infer([data]), 21) / 1000) / 1e9
 
 
 def constants(path: Path) -> list[tuple[str, int, int]]:
@@ -121,27 +107,34 @@ def main(argv=None) -> None:
     model = ModelDir(directory)
 
     bandwidth = bandwidth_gb_s()
-    throughput = {rows: matmul_gflop_s(rows) for rows in (8, 64, 256)}
-    peak = max(throughput.values())
+    rates = {name: throughput(name) for name in arithmetics()}
+    best = max(rates.values(), key=lambda t: t.peak)
     figures = graph_figures(model)
     runner = PagedRunner(model, RunnerOptions(device="CPU", kv_cache_bytes=1 << 30))
     rows = []
     for batch in batches:
         measured = bench_batch(model, runner, batch, 32 if args.quick else 128, steps)
         talker_floor = max(figures["talker_bytes"] / bandwidth / 1e6,
-                           2 * figures["talker_macs_per_row"] * batch / peak / 1e6)
+                           2 * figures["talker_macs_per_row"] * batch / best.peak / 1e6)
         predictor_floor = max(figures["predictor_bytes"] / bandwidth / 1e6,
-                              2 * figures["predictor_macs_per_frame"] * batch / peak / 1e6)
+                              2 * figures["predictor_macs_per_frame"] * batch / best.peak / 1e6)
         predictor_ms = measured["frame_ms"] - measured["talker_ms"]
         rows.append({"batch": batch, "talker_ms": measured["talker_ms"], "talker_floor_ms": talker_floor,
                      "predictor_ms": predictor_ms, "predictor_floor_ms": predictor_floor})
-    codec_ms = bench_codec(directory, 28 if args.quick else 52, "f32")
-    codec_floor = codec_gflop_per_audio_s(model) / peak * 1000
+    # The codec at the precision the server would serve it in, against that arithmetic's rate (f16: none probed
+    # here, an f16 codec counts at the f32 rate).
+    served = choose_codec_decoder(directory / "codec_decoder.xml", model.manifest.codebook_size).precision
+    codec_ms = bench_codec(directory, 28 if args.quick else 52, served)
+    codec_rate = rates.get(served, rates["f32"])
+    codec_floor = codec_gflop_per_audio_s(model) / codec_rate.peak * 1000
     isa = cpu_facts().isa  # from CPUID: what the kernels dispatched on
 
     print(f"model {directory}, weights {model.manifest.weights}, ISA {isa}")
-    print(f"memory bandwidth {bandwidth:.1f} GB/s; f32 FC throughput " +
-          ", ".join(f"{g:.0f} GFLOP/s at {m} rows" for m, g in throughput.items()))
+    print(f"memory bandwidth {bandwidth:.1f} GB/s")
+    for t in rates.values():
+        print(f"{t.arithmetic:>5} FullyConnected ({t.kernel}): " +
+              ", ".join(f"{g:.0f} GFLOP/s at {m} rows" for m, g in t.gflop_s.items()))
+    print(f"compute floors at the best rate: {best.arithmetic}, {best.peak:.0f} GFLOP/s")
     print(f"weights read per frame: talker {figures['talker_bytes'] / 1e6:.0f} MB, code predictor "
           f"{figures['predictor_bytes'] / 1e6:.0f} MB (15 infers)")
     print(f"{'batch':>5} {'talker ms':>10} {'floor':>7} {'x':>5} {'predictor ms':>13} {'floor':>7} {'x':>5}")
@@ -149,11 +142,14 @@ def main(argv=None) -> None:
         print(f"{r['batch']:>5} {r['talker_ms']:>10.1f} {r['talker_floor_ms']:>7.1f} "
               f"{r['talker_ms'] / r['talker_floor_ms']:>5.2f} {r['predictor_ms']:>13.1f} "
               f"{r['predictor_floor_ms']:>7.1f} {r['predictor_ms'] / r['predictor_floor_ms']:>5.2f}")
-    print(f"codec decoder: {codec_ms:.0f} ms per audio second, floor {codec_floor:.0f} ms "
-          f"({codec_ms / codec_floor:.2f}x)")
+    print(f"codec decoder ({served}): {codec_ms:.0f} ms per audio second, floor {codec_floor:.0f} ms at "
+          f"{codec_rate.peak:.0f} GFLOP/s ({codec_ms / codec_floor:.2f}x)")
     if args.json:
-        Path(args.json).write_text(json.dumps({"isa": isa, "bandwidth_gb_s": bandwidth, "gflop_s": throughput,
-                                               "figures": figures, "stages": rows, "codec_ms": codec_ms,
+        Path(args.json).write_text(json.dumps({"isa": isa, "bandwidth_gb_s": bandwidth,
+                                               "gflop_s": {t.arithmetic: t.gflop_s for t in rates.values()},
+                                               "kernels": {t.arithmetic: t.kernel for t in rates.values()},
+                                               "compute_floor_arithmetic": best.arithmetic, "figures": figures,
+                                               "stages": rows, "codec_precision": served, "codec_ms": codec_ms,
                                                "codec_floor_ms": codec_floor}, indent=2))
 
 

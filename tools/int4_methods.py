@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from wyoming_chorus.engine.device import cpu_facts  # noqa: E402
+from wyoming_chorus.cpu import cpu_facts  # noqa: E402
 from wyoming_chorus.export import compress  # noqa: E402
 from wyoming_chorus.export.int4_choice import INT4_METHODS, CheckPlan  # noqa: E402
 from wyoming_chorus.export.served_sampling import ServedSampling  # noqa: E402

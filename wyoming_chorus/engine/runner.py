@@ -10,10 +10,12 @@ from dataclasses import dataclass
 import openvino  # noqa: F401  (loads libopenvino before the extension that links against it)
 
 from wyoming_chorus import _native
+from wyoming_chorus.cpu import cpu_facts
 from wyoming_chorus.engine.device import check_device
 from wyoming_chorus.engine.scheduler import ScheduledEntry
 from wyoming_chorus.engine.sequence import StepOutput
 from wyoming_chorus.engine.step_batch import StepBatch
+from wyoming_chorus.lm_precision import ActivationGroups, activation_groups
 from wyoming_chorus.modeldir.manifest import ModelDir
 
 
@@ -24,6 +26,9 @@ class RunnerOptions:
     inference_precision: str = ""
     num_blocks: int = 0
     kv_cache_bytes: int = 256 << 20
+    # DYNAMIC_QUANTIZATION_GROUP_SIZE of the talker and the code predictor's body: None = by the rule of
+    # lm_precision.activation_groups (this CPU and the weights' format).
+    activation_groups: ActivationGroups | None = None
 
 
 _NEVER = 1 << 62  # min_new_tokens no reply reaches
@@ -37,6 +42,9 @@ class PagedRunner:
         cannot run."""
         device = check_device(options.device, options.kv_precision, options.inference_precision)
         manifest, embeddings = model.manifest, model.embeddings
+        groups = options.activation_groups
+        if groups is None:
+            groups = activation_groups(manifest.weights, device, cpu_facts() if device == "CPU" else None)
         self.eos_id = manifest.eos_id
         # Random weights make noise, not speech: such a model's replies end at their frame cap (random_model_frames,
         # or a benchmark's natural length), never at an end-of-speech code drawn by chance, so a test or benchmark
@@ -54,6 +62,9 @@ class PagedRunner:
             options.kv_cache_bytes,
             self.eos_id,
             manifest.codebook_size,  # ids from here up are control ids
+            groups.group,
+            groups.batched,
+            groups.batched_from,
         )
         self.hidden_size = self._native.hidden_size
         self.block_size = self._native.block_size
@@ -64,6 +75,9 @@ class PagedRunner:
         # The code predictor's 15 output heads run as models of their own (native/predictor_heads.hpp): False only
         # for a graph of another shape, served as it is.
         self.predictor_heads_split = self._native.predictor_heads_split
+        # As the plugin compiled the talker (its default when the rule left it alone; 0: activations not quantised).
+        self.activation_group = self._native.dynamic_quantization_group_size
+        self.activation_groups = groups  # as asked for (None: the plugin's default)
 
     def kernels(self) -> list[tuple[str, str, str, str]]:
         """(graph, layer type, kernel, precision) of every op the plugin runs: which ISA a report's figures really

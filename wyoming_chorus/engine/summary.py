@@ -11,7 +11,7 @@ from wyoming_chorus.modeldir.manifest import ModelDir
 
 def summary(model: ModelDir, runner: PagedRunner, codec: CodecChoice, settings: EngineSettings,
             lm: LmPrecision | None = None) -> list[str]:
-    """`lm`: the talker's and code predictor's precision as the engine chose it (engine/lm_precision.py)."""
+    """`lm`: the talker's and code predictor's precision as the engine chose it (wyoming_chorus/lm_precision.py)."""
     manifest = model.manifest
     random_note = ": RANDOM weights, its voices make noise, not speech" if manifest.random_weights else ""
     device = runner.device

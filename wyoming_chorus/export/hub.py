@@ -56,7 +56,7 @@ def data_root() -> Path:
 def preferred_weights(isa: str | None = None) -> tuple[str, str]:
     """The weight mode to export with on this CPU (`isa`: its most telling flag, default this machine's), and why.
 
-    Measured at 0.6B dims (docs/performance.md; engine/lm_precision.py for the precision they run at):
+    Measured at 0.6B dims (docs/performance.md; wyoming_chorus/lm_precision.py for the precision they run at):
     - Without AMX (AVX2, AVX-512): INT8 runs the talker 1.7x faster than f16 (22 vs 39 ms per step at batch 1, the
       whole frame 89 vs 154 ms) and is 41% smaller, for a talker logit error of 3.5% against f32 (f16 with bf16
       arithmetic: 1.0%). INT4 is faster still but moves the logits by 40%: not acceptable unchecked.

@@ -6,7 +6,7 @@ weights, which only the user has; so it is judged here, at export:
 1. the float model speaks one household sentence per language (household.py), sampled as served: its inputs
    calibrate NNCF's data-aware INT4 compression (`INT4_METHODS`, default AWQ + scale estimation, see there);
 2. it speaks another sentence per language (held out), and the INT4 and the INT8 talker and code predictor replay
-   those inputs, compiled as the server will compile them (engine/lm_precision.py);
+   those inputs, compiled as the server will compile them (wyoming_chorus/lm_precision.py);
 3. each graph keeps INT4 if its code agreement and TVD against the float model are within `Threshold`
    (weight_check.py says why there), INT8 otherwise; chorus.json "weights_check" records every figure.
 """

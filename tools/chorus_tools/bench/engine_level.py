@@ -85,7 +85,7 @@ def engine_phase(directory: Path, plan: Plan, texts: list[tuple[str, str]], isa_
     out["replies"] = kv_tokens(directory, texts)
     gc.collect()
     model = ModelDir(directory)
-    # The talker and code predictor at the precision the servers chose (engine/lm_precision.py); the codec as given.
+    # The talker and code predictor at the precision the servers chose (lm_precision.py); the codec as given.
     from wyoming_chorus.cpu import cpu_facts
     from wyoming_chorus.lm_precision import lm_precision
 
