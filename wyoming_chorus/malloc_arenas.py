@@ -4,9 +4,9 @@ glibc gives every thread that allocates under contention an arena of its own, up
 an arena serves only later allocations that land in the same one. The server's threads (event loop, front end,
 engine, codec, the studio's HTTP thread, OpenVINO's workers) each allocate a little per request and free it on
 another thread, so RSS crept up with every studio clone cycle (+37 KB a cycle after warm-up) with no Python object
-left behind; capped at one arena the same cycle kept 1.3 KB. Two arenas should keep most of that gain (measured at
-one so far) while the engine and the codec (the two threads that run at once on a 2-core box) need not wait for each
-other's allocations. A MALLOC_ARENA_MAX set by the user is left as it is.
+left behind; capped at one arena the same cycle kept 1.3 KB, capped at two 13-29 KB (uncapped 37-43 KB, alternated
+runs). Two keep part of that gain while the engine and the codec (the two threads that run at once on a 2-core box)
+need not wait for each other's allocations. A MALLOC_ARENA_MAX set by the user is left as it is.
 """
 from __future__ import annotations
 
