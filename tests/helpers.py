@@ -1,17 +1,22 @@
-"""The tests' client and server helpers: a Wyoming request over real TCP and its reply read back, and the one server
-(in-process, on its own loop: chorus_tools.servers.ServiceThread) and free-port probe the tools use too."""
+"""The tests' client and server helpers: a Wyoming request over real TCP and its reply read back, a Describe, the
+one server (in-process, on its own loop: chorus_tools.servers.ServiceThread) and free-port probe the tools use too,
+and a rewrite of a file the server re-reads when its stamp changes."""
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
 
 from wyoming.audio import AudioChunk, AudioStart
 from wyoming.client import AsyncTcpClient
 from wyoming.event import Event
+from wyoming.info import Describe, Info
 
 from chorus_tools.probes import free_port
 from chorus_tools.servers import ServiceThread
 
-__all__ = ["HOST", "SENTENCE", "TIMEOUT", "ServiceThread", "audio", "free_port", "read_until", "send"]
+__all__ = ["HOST", "SENTENCE", "TIMEOUT", "ServiceThread", "audio", "describe", "free_port", "read_until", "send",
+           "touch_later"]
 
 HOST = "127.0.0.1"
 # How long a test waits for the server's next event before calling it a hang. Generous on purpose: CI shares 2 cores
@@ -50,3 +55,19 @@ def audio(events: list[Event]) -> bytes:
     start = AudioStart.from_event(events[0])
     assert (start.rate, start.width, start.channels) == (24000, 2, 1)
     return b"".join(AudioChunk.from_event(e).audio for e in events[1:-1])
+
+
+async def describe(port: int) -> Info:
+    """The server's answer to a Describe."""
+    async with AsyncTcpClient(HOST, port) as client:
+        await client.write_event(Describe().event())
+        while not Info.is_type((event := await asyncio.wait_for(client.read_event(), 30)).type):
+            pass
+    return Info.from_event(event)
+
+
+def touch_later(path: Path, text: str) -> None:
+    """Rewrite a file so that its stamp changes even where mtimes are coarse."""
+    before = path.stat().st_mtime_ns
+    path.write_text(text)
+    os.utime(path, ns=(before + 2_000_000_000, before + 2_000_000_000))

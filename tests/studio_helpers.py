@@ -1,7 +1,9 @@
 """The voice studio tests' helpers: a real server (tiny model as a Base or VoiceDesign model) with the studio on, its
-page's API called over real HTTP, and clips made in memory."""
+page's API called over real HTTP (a clip upload among them), clips made in memory, the voices a real Wyoming Describe
+lists, and the files a refused change must leave as they were."""
 from __future__ import annotations
 
+import base64
 import io
 import json
 import urllib.error
@@ -24,8 +26,8 @@ from wyoming_chorus.config import (
 )
 from wyoming_chorus.graphs.speaker_encoder import build_speaker_encoder, speaker_encoder_shapes
 
-from helpers import ServiceThread, free_port
-from test_voices import SPEAKER_ENCODER, model_variant
+from helpers import ServiceThread, describe, free_port
+from voice_models import SPEAKER_ENCODER, model_variant
 
 MAX_UPLOAD_MB = 2.0
 
@@ -117,3 +119,22 @@ def stale_studio_file(voices_file: Path, stale: str = "ryan") -> None:
     clips.mkdir(parents=True, exist_ok=True)
     (clips / "kept-0123abcd.wav").write_bytes(clip_bytes())
     voices_file.write_text(f"voices:\n  default: {stale}\n  clone:\n    Kept:\n      wav: clips/kept-0123abcd.wav\n")
+
+
+def clone(studio: Studio, name: str, clip: bytes, text: str | None = "Hello there, this is my voice.",
+          **fields) -> tuple[int, dict]:
+    """A clip upload, as the page sends it: the name, the transcript and the clip in base64."""
+    return studio.call("api/clone", {"name": name, "text": text, "clip": base64.b64encode(clip).decode(),
+                                           **fields})
+
+
+async def listed(studio: Studio) -> list[str]:
+    """The voices a real Wyoming Describe lists, the default first."""
+    return [voice.name for voice in (await describe(studio.port)).tts[0].voices]
+
+
+def state(studio: Studio) -> tuple[bytes | None, list[str]]:
+    """The voices file's bytes and the clips beside it: what a refused change must leave as it was."""
+    clips = studio.voices_file.parent / "clips"
+    return (studio.voices_file.read_bytes() if studio.voices_file.exists() else None,
+            sorted(p.name for p in clips.iterdir()) if clips.exists() else [])

@@ -7,12 +7,11 @@ import shutil
 import numpy as np
 import pytest
 
-from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
-from wyoming_chorus.engine.scheduler import ScheduledEntry
-from wyoming_chorus.engine.sequence import SamplingParams, Sequence, StepOutput
+from wyoming_chorus.engine.runner import RunnerOptions
 from wyoming_chorus.export.builtin import resolve_model
 from wyoming_chorus.export.compress import compress_model_dir
-from wyoming_chorus.modeldir.manifest import ModelDir
+
+from runner_prefill import prefill
 
 pytest.importorskip("nncf", reason="weight compression needs the optional extra: pip install '.[compress]'")
 
@@ -33,16 +32,6 @@ def compressed(tmp_path_factory, original):
     shutil.copytree(original, directory)
     sizes = compress_model_dir(directory, "int8")
     return directory, sizes
-
-
-def prefill(directory, options: RunnerOptions) -> StepOutput:
-    """One 20-row prompt (one block) prefilled through the native runner: codes and raw talker logits."""
-    runner = PagedRunner(ModelDir(directory), options)
-    hidden = runner.hidden_size
-    prompt = np.random.default_rng(0).normal(0, 1, (20, hidden)).astype(np.float32)
-    seq = Sequence(0, prompt, np.zeros((0, hidden), np.float32), np.zeros(hidden, np.float32), 4, SamplingParams())
-    seq.block_table = [0]
-    return runner.step([ScheduledEntry(seq, 0, len(prompt), True)], want_logits=True)
 
 
 def test_int8_keeps_talker_logits_close(original, compressed):

@@ -24,7 +24,7 @@ import pytest
 from wyoming_chorus.errors import SetupError
 from wyoming_chorus.export import builtin, hub
 
-from test_export import write_checkpoint
+from checkpoints import write_checkpoint
 
 REPO = "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice"
 COMMIT = "4f1e2d3c" * 5

@@ -17,6 +17,8 @@ from wyoming_chorus.export.utterances import EXACT, replay, speak
 from wyoming_chorus.export.weight_check import Threshold, predictor_distance, talker_distance
 from wyoming_chorus.modeldir.manifest import ModelDir
 
+from runner_prefill import prefill
+
 pytest.importorskip("nncf", reason="weight compression needs the optional extra: pip install '.[compress]'")
 
 # Three languages, a few frames each, and groups that fit the tiny dims: seconds, not minutes.
@@ -77,8 +79,6 @@ def test_int4_within_the_threshold_is_kept_and_recorded(lenient):
 
 
 def test_the_runner_serves_the_checked_dir(lenient):
-    from test_compress import prefill
-
     codes = prefill(lenient[0], RunnerOptions(device="CPU", num_blocks=4)).codes
     assert codes.shape == (1, 16) and codes.min() >= 0 and codes[0, 1:].max() < 2048
 

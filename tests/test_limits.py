@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import gc
 import logging
 import socket
@@ -18,47 +17,22 @@ from collections.abc import AsyncIterator
 
 import pytest
 from wyoming.error import Error
-from wyoming.event import Event, async_read_event, async_write_event
+from wyoming.event import async_read_event, async_write_event
 from wyoming.info import Describe
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
 
-from wyoming_chorus.config import ServerSettings
-from wyoming_chorus.speech.speech_engine import SpeechEngine
 from wyoming_chorus.wyoming import connections as server_module
-from wyoming_chorus.wyoming.connections import ChorusServer
-from wyoming_chorus.wyoming.listeners import bind_listener
 from wyoming_chorus.wyoming.reply import reply_text as Reply
 
-from helpers import HOST, SENTENCE, TIMEOUT, audio, free_port
+from helpers import HOST, SENTENCE, TIMEOUT, audio
+from server_limits import PROMPT, connect, limited_server, read_replies, until
 
 pytestmark = pytest.mark.asyncio
 
-PROMPT = 2.0  # seconds within which the server answers something it should answer at once
 LONG_TEXT = "The kitchen lights are on and the coffee will be ready in five minutes, said the robot butler. " * 3
 
 
 # ---- harness -------------------------------------------------------------------------------------------------------
-
-@contextlib.asynccontextmanager
-async def limited_server(chorus, sndbuf: int | None = None, engine: SpeechEngine | None = None,
-                         uri: str | None = None, **limits) -> AsyncIterator[tuple[ChorusServer, int]]:
-    """A server with `limits` (server.* keys) on the session's engine (or `engine`), at `uri` (default: a free
-    loopback port); `sndbuf` shrinks the kernel's send buffer of the connections it accepts (they inherit it from the
-    listener), so that a client that does not read is felt in the server's own buffer at once."""
-    port = free_port()
-    listener = bind_listener(uri or f"tcp://{HOST}:{port}", "server.uri", "--uri")
-    if sndbuf is not None:
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
-    engine_settings = chorus.service.settings.engine
-    server = ChorusServer(engine or chorus.service.engine, listener, max_text_length=engine_settings.max_text_length,
-                          samples_per_chunk=engine_settings.samples_per_chunk,
-                          limits=dataclasses.replace(ServerSettings(), **limits))
-    await server.start()
-    try:
-        yield server, port
-    finally:
-        await server.stop(timeout=5.0)
-
 
 @pytest.fixture
 async def unhandled() -> AsyncIterator[list[dict]]:
@@ -82,16 +56,6 @@ def assert_quiet(caplog, unhandled: list[dict]) -> None:
     assert not unhandled, [c.get("message") for c in unhandled]
 
 
-async def connect(port: int, rcvbuf: int | None = None) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    if rcvbuf is None:
-        return await asyncio.open_connection(HOST, port)
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)  # before connecting: it sets the TCP window
-    sock.setblocking(False)
-    await asyncio.get_running_loop().sock_connect(sock, (HOST, port))
-    return await asyncio.open_connection(sock=sock)
-
-
 async def error_then_close(reader: asyncio.StreamReader, timeout: float = PROMPT) -> Error:
     """The one event the server sends before it closes: an `error`."""
     event = await asyncio.wait_for(async_read_event(reader), timeout)
@@ -111,25 +75,6 @@ def reset(writer: asyncio.StreamWriter) -> None:
     """Close with a TCP reset, as a client that crashes or drops the connection with unread data does."""
     writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     writer.transport.abort()
-
-
-async def until(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what
-        await asyncio.sleep(0.02)
-
-
-async def read_replies(reader: asyncio.StreamReader, count: int, last_type: str = "audio-stop") -> list[list[Event]]:
-    """`count` replies, each up to and including `last_type`."""
-    replies: list[list[Event]] = [[]]
-    while len(replies) <= count:
-        event = await asyncio.wait_for(async_read_event(reader), TIMEOUT)
-        assert event is not None, f"closed after {len(replies) - 1} replies"
-        replies[-1].append(event)
-        if event.type == last_type:
-            replies.append([])
-    return replies[:-1]
 
 
 # ---- unreadable events ---------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from wyoming_chorus.config import ServerSettings
 from wyoming_chorus.wyoming.reply import RELEASE_AFTER
 
 from helpers import HOST, TIMEOUT, audio
-from test_limits import limited_server, until
+from server_limits import limited_server, until
 
 pytestmark = pytest.mark.asyncio
 

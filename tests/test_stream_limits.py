@@ -19,7 +19,7 @@ from wyoming_chorus.config import EngineSettings
 from wyoming_chorus.speech.speech import Speech
 
 from helpers import SENTENCE, TIMEOUT, audio
-from test_limits import PROMPT, connect, limited_server, read_replies, until
+from server_limits import PROMPT, connect, limited_server, read_replies, until
 
 TINY = model_dir(EngineSettings())  # the built-in tiny model, resolved once
 pytestmark = pytest.mark.asyncio

@@ -4,7 +4,6 @@ requests are refused with a clear message and change nothing, and the page works
 from __future__ import annotations
 
 import asyncio
-import base64
 import dataclasses
 import logging
 import re
@@ -26,10 +25,10 @@ from wyoming_chorus.modeldir.manifest import ModelDir
 from wyoming_chorus.studio import server as studio_server
 from wyoming_chorus.studio.preview import SENTENCES
 
-from helpers import TIMEOUT, audio, send
+from helpers import TIMEOUT, audio, send, touch_later
 from ingress_proxy import PREFIX, IngressProxy
-from studio_helpers import MAX_UPLOAD_MB, Studio, base_model, call, clip_bytes, start_studio
-from test_voices import TINY, describe, model_variant, touch_later
+from studio_helpers import MAX_UPLOAD_MB, Studio, base_model, call, clip_bytes, clone, listed, start_studio, state
+from voice_models import TINY, model_variant
 
 
 @pytest.fixture(scope="module")
@@ -49,24 +48,6 @@ def design_studio(tmp_path_factory) -> Studio:
     running = start_studio(model_variant(scratch, "voice_design"), scratch)
     yield running
     running.service.stop()
-
-
-def clone(studio: Studio, name: str, clip: bytes, text: str | None = "Hello there, this is my voice.",
-          **fields) -> tuple[int, dict]:
-    return studio.call("api/clone", {"name": name, "text": text, "clip": base64.b64encode(clip).decode(),
-                                           **fields})
-
-
-async def listed(studio: Studio) -> list[str]:
-    """The voices a real Wyoming Describe lists, the default first."""
-    return [voice.name for voice in (await describe(studio.port)).tts[0].voices]
-
-
-def state(studio: Studio) -> tuple[bytes | None, list[str]]:
-    """The voices file's bytes and the clips beside it: what a refused change must leave as it was."""
-    clips = studio.voices_file.parent / "clips"
-    return (studio.voices_file.read_bytes() if studio.voices_file.exists() else None,
-            sorted(p.name for p in clips.iterdir()) if clips.exists() else [])
 
 
 # ---- making, previewing, choosing and deleting voices ------------------------------------------------------------

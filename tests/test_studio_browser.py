@@ -24,9 +24,10 @@ import pytest
 import yaml
 from websockets.asyncio.client import ClientConnection, connect
 
+from helpers import describe
 from ingress_proxy import IngressProxy
 from studio_helpers import Studio, base_model, clip_bytes, stale_studio_file, start_studio
-from test_voices import describe, model_variant
+from voice_models import model_variant
 
 CHROMIUM = shutil.which("chromium")
 TIMEOUT = 120.0  # for anything the page waits for; generous, as TIMEOUT in helpers.py (CI shares two cores)

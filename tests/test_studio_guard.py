@@ -13,9 +13,8 @@ import pytest
 from wyoming_chorus.studio.guard import Forbidden, Guard, hostname
 
 from ingress_proxy import PREFIX, IngressProxy
-from studio_helpers import Studio, base_model, call, clip_bytes, start_studio
-from test_studio import clone, state
-from test_voices import TINY
+from studio_helpers import Studio, base_model, call, clip_bytes, clone, start_studio, state
+from voice_models import TINY
 
 
 @pytest.fixture(scope="module")

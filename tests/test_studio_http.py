@@ -13,8 +13,7 @@ import time
 import aiohttp
 import pytest
 
-from studio_helpers import MAX_UPLOAD_MB, Studio, base_model, clip_bytes, start_studio
-from test_studio import listed
+from studio_helpers import MAX_UPLOAD_MB, Studio, base_model, clip_bytes, listed, start_studio
 
 KIB = 1024
 

@@ -18,8 +18,7 @@ import soundfile
 
 from wyoming_chorus.studio.clips import MAX_CHANNELS, MAX_DECODED_SECONDS, MAX_RATE
 
-from studio_helpers import Studio, base_model, clip_bytes, start_studio
-from test_studio import clone, state
+from studio_helpers import Studio, base_model, clip_bytes, clone, start_studio, state
 
 
 @pytest.fixture(scope="module")

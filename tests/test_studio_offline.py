@@ -9,8 +9,7 @@ from wyoming_chorus.cli import _overrides, _serve_parser
 from wyoming_chorus.config import load_settings
 from wyoming_chorus.export.builtin import resolve_model
 
-from studio_helpers import clip_bytes, start_studio
-from test_studio import clone, listed
+from studio_helpers import clip_bytes, clone, listed, start_studio
 
 
 async def test_builtin_tiny_base_clones_and_tiny_design_designs(tmp_path):

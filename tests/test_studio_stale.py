@@ -8,8 +8,7 @@ import logging
 
 import yaml
 
-from studio_helpers import base_model, clip_bytes, stale_studio_file, start_studio
-from test_studio import clone, listed
+from studio_helpers import base_model, clip_bytes, clone, listed, stale_studio_file, start_studio
 
 
 async def test_a_stale_default_falls_back_keeps_the_voices_and_is_fixed(tmp_path, caplog):

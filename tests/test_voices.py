@@ -3,9 +3,7 @@ re-reading the voices section while the server runs."""
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import os
 import wave
 from pathlib import Path
 
@@ -13,7 +11,6 @@ import numpy as np
 import openvino as ov
 import pytest
 from wyoming.client import AsyncTcpClient
-from wyoming.info import Describe, Info
 from wyoming.tts import Synthesize, SynthesizeVoice
 
 from wyoming_chorus.config import (
@@ -28,44 +25,22 @@ from wyoming_chorus.config import (
     load_voices,
 )
 from wyoming_chorus.errors import InvalidText, RequestFailed, UnknownVoice
-from wyoming_chorus.export.builtin import resolve_model
 from wyoming_chorus.frontend.voices import Voices, build_voices
 from wyoming_chorus.graphs.speaker_encoder import build_speaker_encoder, speaker_encoder_shapes
 from wyoming_chorus.modeldir.manifest import ModelDir
 from wyoming_chorus.speech.speech import Speech
 
-from helpers import ServiceThread, free_port
+from helpers import ServiceThread, describe, free_port, touch_later
+from voice_models import MANIFEST, SPEAKER_ENCODER, TINY, model_variant
 
-TINY = resolve_model("builtin:tiny")
-MANIFEST = json.loads((TINY / "chorus.json").read_text())  # custom_voice: ryan, serena, eric (Sichuan dialect)
 ALL = ("zh", "en", "de", "it", "pt", "es", "ja", "ko", "fr", "ru")  # the real model's ten, in its config's order
 ENGLISH_FIRST = ("en", "zh", "de", "it", "pt", "es", "ja", "ko", "fr", "ru")
-
-
-def model_variant(tmp_path: Path, model_type: str, **manifest) -> Path:
-    """The tiny model's graphs under another model type (VoiceDesign or Base): a new chorus.json, links for the rest."""
-    out = tmp_path / model_type
-    out.mkdir()
-    for item in TINY.iterdir():
-        if item.name != "chorus.json":
-            (out / item.name).symlink_to(item)
-    changed = {**MANIFEST, "name": model_type, "model_type": model_type, "speakers": {}, "speaker_is_dialect": {},
-               **manifest}
-    (out / "chorus.json").write_text(json.dumps(changed))
-    return out
 
 
 def voices_from(tmp_path: Path, yaml_text: str) -> VoicesSettings:
     path = tmp_path / "config.yaml"
     path.write_text(yaml_text)
     return load_settings(path).voices
-
-
-def touch_later(path: Path, text: str) -> None:
-    """Rewrite a file so that its stamp changes even where mtimes are coarse."""
-    before = path.stat().st_mtime_ns
-    path.write_text(text)
-    os.utime(path, ns=(before + 2_000_000_000, before + 2_000_000_000))
 
 
 # ---- which voices a model offers -------------------------------------------------------------------------------
@@ -218,11 +193,6 @@ def test_the_engine_normalises_in_the_requests_or_the_voices_language(tmp_path, 
         ("english", "ryan", None), ("german", "ryan", "warm"), ("german", "ryan", None)]  # English detected
 
 
-SPEAKER_ENCODER = {"mel_dim": 128, "enc_dim": MANIFEST["hidden_size"], "enc_channels": [16, 16, 16, 16, 48],
-                   "enc_kernel_sizes": [5, 3, 3, 3, 1], "enc_dilations": [1, 2, 3, 4, 1],
-                   "enc_attention_channels": 8, "enc_res2net_scale": 4, "enc_se_channels": 8}
-
-
 def write_clip(path: Path, seconds: float = 1.0, rate: int = 24000, channels: int = 1) -> Path:
     rng = np.random.default_rng(0)
     t = np.arange(int(seconds * rate)) / rate
@@ -275,14 +245,6 @@ def test_a_clone_voice_speaks_with_its_clips_speaker_embedding(tmp_path, monkeyp
 
 
 # ---- the server: Describe lists voices added while it runs -----------------------------------------------------
-
-async def describe(port: int) -> Info:
-    async with AsyncTcpClient("127.0.0.1", port) as client:
-        await client.write_event(Describe().event())
-        while not Info.is_type((event := await asyncio.wait_for(client.read_event(), 30)).type):
-            pass
-    return Info.from_event(event)
-
 
 async def speak(port: int, voice: SynthesizeVoice) -> list[str]:
     async with AsyncTcpClient("127.0.0.1", port) as client:

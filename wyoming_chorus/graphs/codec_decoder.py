@@ -17,7 +17,7 @@ the whole-utterance decode, and calls with consecutive chunks of frames on the s
 zero padding and no state): the stateless form, for callers that decode whole utterances with any request.
 
 Two ops are built differently from the reference for speed on the CPU plugin, with the same math: SnakeBeta's sine
-(a polynomial after range reduction, see _sin_squared) and the transposed convs (their polyphase form).
+(a polynomial after range reduction, see sin_squared.py) and the transposed convs (their polyphase form).
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ import openvino.opset15 as ops
 
 from wyoming_chorus.graphs.attention import apply_rope, merge_heads, repeat_kv, rope_tables, split_heads, to_bhsd
 from wyoming_chorus.graphs.ops import Weights, linear, named_input, named_output, rms_norm, silu
+from wyoming_chorus.graphs.sin_squared import sin_squared
 
 _SNAKE_EPS = 1e-9  # SnakeBeta's no_div_by_zero
 _CODEBOOK_EPS = 1e-5  # EuclideanCodebook's epsilon for cluster_usage
 _LAYER_NORM_EPS = 1e-6  # ConvNeXt LayerNorm
 _RESIDUAL_DILATIONS = (1, 3, 9)
-_SIN_TAYLOR = tuple((-1) ** i / math.factorial(2 * i + 1) for i in range(6))  # sin(r) = r * sum c_i r^(2i)
 
 
 def build_codec_decoder(
@@ -48,23 +48,6 @@ def build_codec_decoder(
     "decoder_config" dict of its config.json. stateful: see the module doc.
     """
     return _DecoderGraph(weights, decoder_config, stateful).build()
-
-
-def _sin_squared(u: ov.Output) -> ov.Output:
-    """sin(u)^2 from Round, Multiply and Add only.
-
-    The CPU plugin has no vector kernel for Sin: its scalar reference kernel took 40% of the decode time. This
-    form runs as vector code (one fused kernel where the plugin tokenizes it). sin^2 has period pi, so u is reduced
-    to r = u - pi * round(u / pi) in [-pi/2, pi/2], where the Taylor polynomial of sin to r^11 is within 6e-8.
-    """
-    turns = ops.round(ops.multiply(u, np.float32(1 / np.pi)), "half_to_even")
-    r = ops.subtract(u, ops.multiply(turns, np.float32(np.pi)))
-    r2 = ops.multiply(r, r)
-    poly = ops.constant(np.float32(_SIN_TAYLOR[-1]))
-    for coefficient in reversed(_SIN_TAYLOR[:-1]):  # Horner in r^2
-        poly = ops.add(ops.multiply(poly, r2), np.float32(coefficient))
-    sin = ops.multiply(poly, r)
-    return ops.multiply(sin, sin).output(0)
 
 
 class _DecoderGraph:
@@ -167,7 +150,7 @@ class _DecoderGraph:
         """x + sin(x * e^alpha)^2 / (e^beta + 1e-9), per channel; the exponentials are folded into constants."""
         alpha = np.exp(self.weight(prefix + ".alpha"))[None, :, None]
         inv_beta = 1.0 / (np.exp(self.weight(prefix + ".beta")) + np.float32(_SNAKE_EPS))[None, :, None]
-        wave = _sin_squared(ops.multiply(x, ops.constant(alpha)).output(0))
+        wave = sin_squared(ops.multiply(x, ops.constant(alpha)).output(0))
         return ops.add(x, ops.multiply(wave, ops.constant(inv_beta.astype(np.float32)))).output(0)
 
     def convnext(self, x: ov.Output, prefix: str) -> ov.Output:
