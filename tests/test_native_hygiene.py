@@ -6,11 +6,15 @@ from __future__ import annotations
 import gc
 
 import numpy as np
+import pytest
 
-import test_native_runner
-from test_native_runner import Entry, Model, rows, run_step
+from native_steps import Entry, Model, rows, run_step, tiny_model
 
-model = test_native_runner.model  # the tiny model's fixture, shared
+
+@pytest.fixture(scope="module")
+def model() -> Model:
+    return tiny_model()
+
 
 # Each step: one entry per flag, emitting or not. The code predictor's batch (the emitting entries) grows, shrinks,
 # vanishes and comes back, so every scratch buffer and cached view is both reused and resized.
