@@ -6,7 +6,7 @@ import re
 
 from num2words import num2words
 
-from wyoming_chorus.frontend.normalize.rules import Noun, Rules, f, m, next_word
+from wyoming_chorus.frontend.normalize.rules import LAST_WORD, Noun, Rules, f, gender_by_ending, m, next_word
 
 _BEFORE_THOUSANDS = re.compile(r"\b(veinti)?uno(?= mil)")    # "veintiún mil", "un millón": num2words says "veintiuno"
 _LAST_ONE = re.compile(r"\b(veinti)?uno$")
@@ -20,7 +20,7 @@ _FEMININE_NOUNS = frozenset(("noche", "tarde", "calle", "llave", "luz", "red", "
                              "moto", "radio", "mano", "imagen", "gente", "fuente", "nieve", "leche", "flor", "mujer"))
 _MASCULINE_NOUNS = frozenset(("día", "mapa", "problema", "programa", "sistema", "tema", "clima", "idioma", "planeta",
                               "sofá", "aroma"))
-_LAST_WORD = re.compile(r"(?<!\w)(\w+)\s*\Z")
+
 
 
 def _cardinal(number: int, gender: str, case: str) -> str:
@@ -46,10 +46,7 @@ def _gender_of(digits: str, after: str) -> str:
     word = next_word(after, _NOT_NOUNS)
     if word is None:
         return ""
-    listed = {word, word.removesuffix("s"), word.removesuffix("es")}  # "noches", "días", "luces"
-    if listed & _FEMININE_NOUNS or listed & _MASCULINE_NOUNS:
-        return "f" if listed & _FEMININE_NOUNS else "m"
-    return "f" if _FEMININE.search(word) else "m"
+    return gender_by_ending(word, ("s", "es"), _FEMININE_NOUNS, _MASCULINE_NOUNS, _FEMININE)  # "noches", "luces"
 
 
 def _ordinal_context(tag: str, before: str, after: str) -> str | None:
@@ -58,7 +55,7 @@ def _ordinal_context(tag: str, before: str, after: str) -> str | None:
     elsewhere it is a degree."""
     noun = next_word(after, _NOT_NOUNS)
     if tag == "?":
-        article = _LAST_WORD.search(before)
+        article = LAST_WORD.search(before)
         if noun is None or article is None or article[1].lower() not in _ARTICLES:
             return None
         tag = _ARTICLES[article[1].lower()]

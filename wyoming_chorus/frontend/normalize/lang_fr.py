@@ -6,7 +6,7 @@ import re
 
 from num2words import num2words
 
-from wyoming_chorus.frontend.normalize.rules import Rules, f, m, next_word, singular_below_two
+from wyoming_chorus.frontend.normalize.rules import Rules, f, gender_by_ending, m, next_word, singular_below_two
 
 _LAST_UN = re.compile(r"\bun$")
 _NOT_NOUNS = frozenset("de du des et ou à au aux en avec par pour que qui est sont sur sous dans le la les un une a "
@@ -23,10 +23,7 @@ def _gender_of(digits: str, after: str) -> str:
     word = next_word(after, _NOT_NOUNS)
     if word is None:
         return ""
-    listed = {word, word.removesuffix("s"), word.removesuffix("x")}
-    if listed & _FEMININE_NOUNS or listed & _MASCULINE_NOUNS:
-        return "f" if listed & _FEMININE_NOUNS else "m"
-    return "f" if _FEMININE.search(word) else "m"
+    return gender_by_ending(word, ("s", "x"), _FEMININE_NOUNS, _MASCULINE_NOUNS, _FEMININE)
 
 
 def _cardinal(number: int, gender: str, case: str) -> str:

@@ -7,7 +7,7 @@ import re
 
 from num2words import num2words
 
-from wyoming_chorus.frontend.normalize.rules import Rules, f, m, next_word
+from wyoming_chorus.frontend.normalize.rules import Rules, f, m, next_word, ordinal_after_article
 
 _WORD_END_O = re.compile(r"o\b")
 _NOT_NOUNS = frozenset("di del della dei delle e ed o a al alla in con per che è sono c'è su tra fra da dal come ma "
@@ -19,7 +19,6 @@ _FEMININE_NOUNS = frozenset(("chiave", "luce", "notte", "parte", "fonte", "class
                              "radio", "moto", "serie"))
 _MASCULINE_NOUNS = frozenset(("problema", "sistema", "programma", "tema", "clima", "cinema", "pigiama"))
 _UNO = re.compile(r"(?:s[^aeiouàèéìòù]|z|gn|ps|pn|x|y)")  # "uno sconto", "uno zaino"
-_LAST_WORD = re.compile(r"(?<!\w)(\w+)\s*\Z")
 
 
 def _cardinal(number: int, gender: str, case: str) -> str:
@@ -38,14 +37,7 @@ def _gender_of(digits: str, after: str) -> str:
 
 
 def _ordinal_context(tag: str, before: str, after: str) -> str | None:
-    """"1°" (the degree sign, as often written for "1º") is an ordinal between an article and a noun ("il 1° piano");
-    elsewhere it is a degree ("fuori 1°")."""
-    if tag != "?":
-        return tag
-    article = _LAST_WORD.search(before)
-    if next_word(after, _NOT_NOUNS) is None or article is None or article[1].lower() not in _ARTICLES:
-        return None
-    return _ARTICLES[article[1].lower()]
+    return ordinal_after_article(tag, before, after, _NOT_NOUNS, _ARTICLES)  # "il 1° piano", "fuori 1°"
 
 
 def _ordinal(number: int, tag: str) -> str:

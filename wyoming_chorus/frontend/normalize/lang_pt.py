@@ -8,7 +8,15 @@ import re
 
 from num2words import num2words
 
-from wyoming_chorus.frontend.normalize.rules import Rules, f, m, next_word, singular_below_two
+from wyoming_chorus.frontend.normalize.rules import (
+    Rules,
+    f,
+    gender_by_ending,
+    m,
+    next_word,
+    ordinal_after_article,
+    singular_below_two,
+)
 
 _FEMININE = {"um": "uma", "dois": "duas"}
 _ONE_TWO = re.compile(r"\b(um|dois)$|\b(um|dois)(?= mil\b)")
@@ -22,7 +30,6 @@ _FEMININE_NOUNS = frozenset(("noite", "tarde", "luz", "rede", "chave", "parte", 
                              "fonte", "neve", "classe", "mulher", "flor", "cor", "moto", "rádio"))
 _MASCULINE_NOUNS = frozenset(("dia", "mapa", "problema", "sistema", "programa", "tema", "clima", "idioma", "planeta",
                               "sofá"))
-_LAST_WORD = re.compile(r"(?<!\w)(\w+)\s*\Z")
 
 
 def _cardinal(number: int, gender: str, case: str, lang: str = "pt") -> str:
@@ -44,21 +51,11 @@ def _gender_of(digits: str, after: str) -> str:
     word = next_word(after, _NOT_NOUNS)
     if word is None:
         return ""
-    listed = {word, word.removesuffix("s"), word.removesuffix("es")}  # "noches", "días", "luces"
-    if listed & _FEMININE_NOUNS or listed & _MASCULINE_NOUNS:
-        return "f" if listed & _FEMININE_NOUNS else "m"
-    return "f" if _FEMININE_ENDING.search(word) else "m"
+    return gender_by_ending(word, ("s", "es"), _FEMININE_NOUNS, _MASCULINE_NOUNS, _FEMININE_ENDING)
 
 
 def _ordinal_context(tag: str, before: str, after: str) -> str | None:
-    """"1°" (the degree sign, as often written for "1º") is an ordinal between an article and a noun ("o 1° andar");
-    elsewhere it is a degree."""
-    if tag != "?":
-        return tag
-    article = _LAST_WORD.search(before)
-    if next_word(after, _NOT_NOUNS) is None or article is None or article[1].lower() not in _ARTICLES:
-        return None
-    return _ARTICLES[article[1].lower()]
+    return ordinal_after_article(tag, before, after, _NOT_NOUNS, _ARTICLES)  # "o 1° andar"
 
 
 def _day(number: int, case: str, lang: str = "pt") -> str:

@@ -121,3 +121,30 @@ def next_word(after: str, not_nouns: frozenset[str]) -> str | None:
     found = _NEXT_WORD.match(after)
     word = found[1] if found else None
     return word if word is not None and word.islower() and word not in not_nouns else None
+
+
+def gender_by_ending(word: str, plural_endings: tuple[str, ...], feminine: frozenset[str],
+                     masculine: frozenset[str], feminine_ending: re.Pattern[str]) -> str:
+    """A noun's gender ("f" or "m"): its short lists of exceptions first (the word or its singular, each of
+    `plural_endings` taken off), else its ending ("una ventana", "duas portas", "une fenêtre")."""
+    listed = {word, *(word.removesuffix(ending) for ending in plural_endings)}
+    if listed & feminine:
+        return "f"
+    if listed & masculine:
+        return "m"
+    return "f" if feminine_ending.search(word) else "m"
+
+
+LAST_WORD = re.compile(r"(?<!\w)(\w+)\s*\Z")
+
+
+def ordinal_after_article(tag: str, before: str, after: str, not_nouns: frozenset[str],
+                          articles: dict[str, str]) -> str | None:
+    """"1°" (the degree sign, as often written for "1º") is an ordinal between an article and a noun ("il 1° piano",
+    "o 1° andar"), tagged with the article's gender; elsewhere a degree (None). Other tags stand as written."""
+    if tag != "?":
+        return tag
+    article = LAST_WORD.search(before)
+    if next_word(after, not_nouns) is None or article is None or article[1].lower() not in articles:
+        return None
+    return articles[article[1].lower()]
