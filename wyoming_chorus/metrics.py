@@ -77,8 +77,8 @@ class Metrics:
             "head_start (cut to keep a step in real time beside more urgent replies: past the box's capacity)",
             ["tier"], registry=r)
         self.realtime_rooms = Gauge(
-            "chorus_realtime_rooms", "Requests one engine step can hold now with each still in real time (one frame "
-            "of audio per frame's duration), from the measured step cost", registry=r)
+            "chorus_realtime_rooms", "Rooms the engine loop holds now with each still in real time (one frame of "
+            "audio per frame's duration), from the measured period from one step's end to the next", registry=r)
         # What a household hears on Home Assistant 2026.11, which plays a reply from its first chunk (0.1-0.5 s
         # after it comes): the first chunk written is its first sound, and a reply with no underrun was heard whole.
         self.reply_first_chunk = Histogram(
