@@ -1,5 +1,10 @@
 """Shared fixtures: one real server (tiny model) for the whole session, on its own event loop in a thread (helpers.py
-holds the helpers; nothing imports this file)."""
+holds the helpers; nothing imports this file).
+
+The tests sit in one folder per layer of the package (tests/engine, tests/frontend, ..., tests/server for the whole
+service, tests/tools for the tools' reports). The helper modules stay here at tests/: pytest puts this conftest's
+folder on sys.path, so every folder imports them by name. The folders have no __init__.py on purpose: a package
+tests/wyoming would be named `wyoming` and shadow the protocol library (so test file names stay unique instead)."""
 from __future__ import annotations
 
 import os

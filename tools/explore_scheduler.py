@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""Explore the scheduler's state machine (chorus_tools.scheduler.random_operations, the one tests/test_scheduler.py
-runs) with fresh random seeds until a time budget is spent, so that new failures are found on purpose rather than by
-a CI run's luck.
+"""Explore the scheduler's state machine (chorus_tools.scheduler.random_operations, the one
+tests/engine/test_scheduler.py runs) with fresh random seeds until a time budget is spent, so that new failures are
+found on purpose rather than by a CI run's luck.
 
     python tools/explore_scheduler.py --seconds 60          # random seeds, each printed before it runs
     python tools/explore_scheduler.py --seconds 5 --seed 7  # seed 7, then 8, 9, ...: a run to repeat
 
 The CI test runs the state machine with one fixed seed (PROPERTY_SEED). Every seed run here is printed before it
 starts; a failure prints hypothesis's falsifying steps and the seed, and exits 1. Turn what it found into an explicit
-regression test in tests/test_scheduler.py (hypothesis keeps no example database here).
+regression test in tests/engine/test_scheduler.py (hypothesis keeps no example database here).
 """
 from __future__ import annotations
 

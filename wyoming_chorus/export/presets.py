@@ -2,9 +2,9 @@
 
 `talker_config(preset, text_ids)` gives an HF-style config.json dict of Qwen3TTSForConditionalGeneration;
 `random_talker_weights(config, rng)` gives every `talker.*` tensor of such a checkpoint, keyed and shaped exactly as
-the HF checkpoint (tests/data/qwen3-tts-tiny-checkpoint-keys.tsv, checked by tests/test_model_graphs.py). The tiny
-preset is the one the service builds for itself and the tests run on; 0.6b / 1.7b have the real dimensions for
-benchmarks.
+the HF checkpoint (tests/data/qwen3-tts-tiny-checkpoint-keys.tsv, checked by tests/native/test_model_graphs.py).
+The tiny preset is the one the service builds for itself and the tests run on; 0.6b / 1.7b have the real dimensions
+for benchmarks.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Random arrivals, aborts, feeds, promotions and steps on a random tiny pool (hypothesis' stateful testing): the
-scheduler's invariants after every operation. tests/test_scheduler.py runs it with one fixed seed,
+scheduler's invariants after every operation. tests/engine/test_scheduler.py runs it with one fixed seed,
 tools/explore_scheduler.py with fresh ones for a time budget."""
 from __future__ import annotations
 

@@ -15,8 +15,8 @@ from wyoming_chorus.frontend.normalize.rules import Noun, Rules
 
 # The most digits num2words (0.5.14) says every number of, by language: (cardinal and year, ordinal). With one digit
 # more it raises, for some numbers or all: OverflowError (en, de, fr, es, pt, pt_BR), NotImplementedError (it),
-# KeyError (ru, pt ordinals), RecursionError (es ordinals). tests/test_normalize.py checks both sides against the
-# installed num2words.
+# KeyError (ru, pt ordinals), RecursionError (es ordinals). tests/frontend/test_normalize.py checks both sides against
+# the installed num2words.
 LONGEST: Mapping[str, tuple[int, int]] = {
     "en": (306, 306), "de": (606, 606), "fr": (606, 606), "es": (27, 14), "it": (65, 65), "pt": (27, 18),
     "pt_BR": (18, 18), "ru": (33, 33),

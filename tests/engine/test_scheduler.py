@@ -529,7 +529,7 @@ test_random_operations = seed(PROPERTY_SEED)(RandomOperations).TestCase
 
 
 def test_the_exploration_script_runs_and_prints_its_seeds():
-    script = Path(__file__).resolve().parent.parent / "tools" / "explore_scheduler.py"
+    script = Path(__file__).resolve().parents[2] / "tools" / "explore_scheduler.py"
     done = subprocess.run([sys.executable, str(script), "--seconds", "0", "--seed", "7", "--examples", "5"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]

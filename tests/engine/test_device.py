@@ -1,6 +1,6 @@
 """Device checks before compiling: which KV precisions a CPU can run (from its capabilities, for CPUs this machine
 is not), a missing device, and the one-line SetupError the runner raises for a missing GPU on this machine (the KV
-precision's: tests/test_engine.py)."""
+precision's: tests/engine/test_engine.py)."""
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,6 @@
 """A studio voices file whose default names a voice the model lacks (saved before the model was switched): the server
 falls back to the first voice with a warning and keeps the studio's voices, new voices can still be made, and the
-page's listing says so, so that it offers the fix (tests/test_studio_browser.py clicks it)."""
+page's listing says so, so that it offers the fix (tests/studio/test_studio_browser.py clicks it)."""
 from __future__ import annotations
 
 import asyncio

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parent.parent / "tools" / "fuzz.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "fuzz.py"
 
 
 def test_the_quick_fuzz_finds_nothing():

@@ -303,7 +303,7 @@ def test_the_tiny_presets_weights_are_keyed_and_shaped_like_a_reference_checkpoi
     """tests/data/qwen3-tts-tiny-checkpoint-keys.tsv lists every tensor of a tiny checkpoint made with the reference's
     own classes (one code-predictor layer; the preset has two): each must be in the preset, with its shape."""
     rows = [line.rstrip("\n").split("\t") for line in
-            (Path(__file__).parent / "data" / "qwen3-tts-tiny-checkpoint-keys.tsv").read_text().splitlines()
+            (Path(__file__).parents[1] / "data" / "qwen3-tts-tiny-checkpoint-keys.tsv").read_text().splitlines()
             if not line.startswith("#")]
     expected = {name: json.loads(shape) for file, name, shape, _ in rows if file == "ckpt/model.safetensors"}
     tokenizer_json = train_tokenizer(tokenizer_vocab_size("tiny"), list(TEXT_SPECIAL_TOKENS.values()))

@@ -1,6 +1,6 @@
 """`wyoming-chorus export` on checkpoints in the hub layout, made here without torch: sharded float32 and bfloat16
 weights, the slow-tokenizer files, and incomplete checkpoints (one line naming what is missing, exit code 2).
-tests/test_fidelity.py checks exported models against the reference implementation itself."""
+tests/native/test_fidelity.py checks exported models against the reference implementation itself."""
 from __future__ import annotations
 
 import json
@@ -113,7 +113,7 @@ def test_compressed_weights_need_nncf_or_run(checkpoint, tmp_path):
 
 
 def test_auto_weights_check_int4_on_the_checkpoint(checkpoint, tmp_path):
-    """--weights auto through the CLI: a threshold INT4 cannot meet keeps INT8 (tests/test_int4_choice.py checks
+    """--weights auto through the CLI: a threshold INT4 cannot meet keeps INT8 (tests/export/test_int4_choice.py checks
     the lines that say so)."""
     pytest.importorskip("nncf")
     out = tmp_path / "model"

@@ -11,7 +11,7 @@ import yaml
 
 from wyoming_chorus.config import ConfigError, EngineSettings, Settings, default_config_path, load_settings
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def write(tmp_path: Path, text: str) -> Path:

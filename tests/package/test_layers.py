@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1] / "wyoming_chorus"
+ROOT = Path(__file__).resolve().parents[2] / "wyoming_chorus"
 LEAVES = {"config", "config_checks", "cpu", "errors", "inbox", "lm_precision", "malloc_arenas", "metrics",
           "playback_clock", "_native"}
 # Leaf modules inside a part: speech/api (a Request in, a Handle out) is the seam every layer shares, so the engine,
