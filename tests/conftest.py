@@ -36,6 +36,38 @@ def chorus() -> ServiceThread:
     running.stop()
 
 
+@pytest.fixture(scope="session")
+def _shared_engines():
+    from shared_engines import SharedEngines  # imports the package: see chorus above
+
+    shared = SharedEngines()
+    yield shared
+    shared.stop()
+
+
+@pytest.fixture
+def shared_engine(_shared_engines):
+    """`shared_engine(settings, model=None, voices=None)`: the session's started engine for those settings, the same
+    one for every test that asks with them. After the test, each engine it took must be idle with every KV block
+    free, or the test fails here."""
+    taken = []
+
+    def take(*args, **kwargs):
+        taken.append(engine := _shared_engines.engine(*args, **kwargs))
+        return engine
+
+    yield take
+    for engine in taken:
+        _shared_engines.check_idle(engine)
+
+
+@pytest.fixture
+def shared_runner(_shared_engines):
+    """`shared_runner(model, **options)`: the session's compiled native runner of a native_steps.Model with those
+    Model.runner options (a runner holds no request between steps: every step names its blocks)."""
+    return _shared_engines.runner
+
+
 @pytest.fixture
 def blackholed_netns():
     """A network namespace whose one interface has the address 10.254.0.1 and whose default route leads to a second

@@ -28,8 +28,8 @@ def step_entries(rng, model: Model, emits: list[bool], block_size: int, seed: in
             for s, emit in enumerate(emits)]
 
 
-def test_steps_do_not_leak_into_later_ones(model):
-    reused = model.runner()
+def test_steps_do_not_leak_into_later_ones(model, shared_runner):
+    reused = shared_runner(model)  # the session's f32 runner: it has run test_native_runner.py's steps too
     rng = np.random.default_rng(11)
     steps = [step_entries(rng, model, emits, reused.block_size, seed=100 * k) for k, emits in enumerate(STEPS)]
     outputs = []

@@ -25,9 +25,9 @@ def model() -> Model:
     return tiny_model()
 
 
-@pytest.fixture(scope="module")
-def f32_runner(model) -> _native.Runner:
-    return model.runner()
+@pytest.fixture
+def f32_runner(model, shared_runner) -> _native.Runner:
+    return shared_runner(model)  # test_native_hygiene.py's reused runner too
 
 
 class StatefulReference:

@@ -5,26 +5,21 @@ import asyncio
 
 import pytest
 
-from wyoming_chorus.app import model_dir
 from wyoming_chorus.config import EngineSettings
 from wyoming_chorus.errors import InvalidText
 from wyoming_chorus.speech.api import Request
 from wyoming_chorus.speech.sentence_audio import sentence_audio
 from wyoming_chorus.speech.speech import Speech
 
-TINY = model_dir(EngineSettings())  # the built-in tiny model, resolved once
 # 5, 3 and 8 words: 25, 15 and 40 frames (engine.benchmark_frames_per_word 5), so each sentence's chunks have a
 # pattern of their own (a last block of 1 frame, of 3, none short) and the reply's chunks show the order.
 SENTENCES = ["The kitchen timer has finished.", "Dinner is ready.", "Please come to the dining room table now."]
 
 
-@pytest.fixture(scope="module")
-def engine():
-    engine = Speech(TINY, EngineSettings(seed=5, inference_precision="f32", kv_precision="f32",
-                                         benchmark_frames_per_word=5))
-    engine.start()
-    yield engine
-    engine.stop()
+@pytest.fixture
+def engine(shared_engine) -> Speech:
+    return shared_engine(EngineSettings(seed=5, inference_precision="f32", kv_precision="f32",
+                                        benchmark_frames_per_word=5))
 
 
 async def _sentences(texts):
@@ -86,19 +81,16 @@ async def test_closing_early_aborts_every_running_sentence(engine):
     assert engine.stats().blocks_used == 0
 
 
-async def test_a_sentence_made_ahead_gives_its_place_to_another_room():
-    engine = Speech(TINY, EngineSettings(seed=5, max_batch=2))
-    engine.start()
-    try:
-        reply = sentence_audio(engine, _sentences(SENTENCES[:2]), Request(None))
-        first = await anext(reply)
-        while engine.stats().running < 2:  # the reply's second sentence runs ahead of need
-            await asyncio.sleep(0.01)
-        before = engine.metrics.preemptions_total._value.get()
-        other_room = await _alone(engine, "Hello.")
-        assert other_room and engine.metrics.preemptions_total._value.get() == before + 1
-        rest = b"".join([chunk async for chunk in reply])
-        assert first and rest
-        assert engine.stats().blocks_used == 0
-    finally:
-        engine.stop()
+async def test_a_sentence_made_ahead_gives_its_place_to_another_room(shared_engine):
+    # test_engine.py's and test_stream_limits.py's engine too (replies as long as their text makes them)
+    engine = shared_engine(EngineSettings(seed=5, max_batch=2, random_model_frames=1500))
+    reply = sentence_audio(engine, _sentences(SENTENCES[:2]), Request(None))
+    first = await anext(reply)
+    while engine.stats().running < 2:  # the reply's second sentence runs ahead of need
+        await asyncio.sleep(0.01)
+    before = engine.metrics.preemptions_total._value.get()
+    other_room = await _alone(engine, "Hello.")
+    assert other_room and engine.metrics.preemptions_total._value.get() == before + 1
+    rest = b"".join([chunk async for chunk in reply])
+    assert first and rest
+    assert engine.stats().blocks_used == 0

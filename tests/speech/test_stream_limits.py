@@ -14,14 +14,11 @@ from wyoming.event import Event, async_read_event, async_write_event
 from wyoming.info import Describe
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
 
-from wyoming_chorus.app import model_dir
 from wyoming_chorus.config import EngineSettings
-from wyoming_chorus.speech.speech import Speech
 
 from helpers import SENTENCE, TIMEOUT, audio
 from server_limits import PROMPT, connect, limited_server, read_replies, until
 
-TINY = model_dir(EngineSettings())  # the built-in tiny model, resolved once
 pytestmark = pytest.mark.asyncio
 
 PAUSE = 0.5
@@ -110,31 +107,27 @@ async def test_a_trickling_stream_is_ended_at_its_max_life(chorus):
         writer.close()
 
 
-async def test_silent_streams_do_not_starve_a_one_shot_request_from_another_connection(chorus):
+async def test_silent_streams_do_not_starve_a_one_shot_request_from_another_connection(chorus, shared_engine):
     """Issue 15's denial of service in small: streams that open and fall silent fill the batch (max_batch 2, and one
     more stream waiting for a place); a one-shot "Hi." from another connection still gets its audio within the pause
     timeout and some slack for a loaded machine, long before idle_timeout."""
     pause, slack = 1.0, 5.0
-    engine = Speech(TINY, EngineSettings(seed=5, max_batch=2, random_model_frames=1500))
-    engine.start()
-    try:
-        async with limited_server(chorus, engine=engine, stream_pause_timeout=pause, idle_timeout=120.0) as (_, port):
-            streams = [await connect(port) for _ in range(3)]
-            for _, writer in streams:
-                await async_write_event(SynthesizeStart().event(), writer)
-                await async_write_event(SynthesizeChunk(OPENING).event(), writer)
-            await until(lambda: engine.stats().running == 2, TIMEOUT, "the streams never filled the batch")
-            reader, writer = await connect(port)
-            await async_write_event(Synthesize("Hi.").event(), writer)
-            first = await asyncio.wait_for(async_read_event(reader), pause + slack)
-            assert first.type == "audio-start"
-            (rest,) = await read_replies(reader, 1)
-            assert len(audio([first, *rest])) > 0
-            for stream_reader, _ in streams:
-                (reply,) = await read_replies(stream_reader, 1, last_type="synthesize-stopped")
-                assert_ended_by_timeout(reply, "server.stream_pause_timeout")
-            for _, stream_writer in [*streams, (reader, writer)]:
-                stream_writer.close()
-        await until(lambda: engine.stats().blocks_used == 0, 10, "KV blocks still held")
-    finally:
-        engine.stop()
+    engine = shared_engine(EngineSettings(seed=5, max_batch=2, random_model_frames=1500))  # as test_engine.py's
+    async with limited_server(chorus, engine=engine, stream_pause_timeout=pause, idle_timeout=120.0) as (_, port):
+        streams = [await connect(port) for _ in range(3)]
+        for _, writer in streams:
+            await async_write_event(SynthesizeStart().event(), writer)
+            await async_write_event(SynthesizeChunk(OPENING).event(), writer)
+        await until(lambda: engine.stats().running == 2, TIMEOUT, "the streams never filled the batch")
+        reader, writer = await connect(port)
+        await async_write_event(Synthesize("Hi.").event(), writer)
+        first = await asyncio.wait_for(async_read_event(reader), pause + slack)
+        assert first.type == "audio-start"
+        (rest,) = await read_replies(reader, 1)
+        assert len(audio([first, *rest])) > 0
+        for stream_reader, _ in streams:
+            (reply,) = await read_replies(stream_reader, 1, last_type="synthesize-stopped")
+            assert_ended_by_timeout(reply, "server.stream_pause_timeout")
+        for _, stream_writer in [*streams, (reader, writer)]:
+            stream_writer.close()
+    await until(lambda: engine.stats().blocks_used == 0, 10, "KV blocks still held")
