@@ -67,7 +67,7 @@ class EngineCore:
         self.pacing = pacing_for(scheduling or SchedulerSettings(), self.step_cost, frame_seconds, BLOCK_FRAMES)
         self.codec = CodecWorker(model, settings.codec_precision, settings.inference_precision,
                                  on_failure=self._codec_failed, pacing=self.pacing)
-        self._observer = StepMetrics(self.metrics, self.step_cost, frame_seconds, settings.max_batch)
+        self._observer = StepMetrics(self.metrics, self.step_cost, frame_seconds, settings.max_batch, self.codec.load)
         self._max_batch = settings.max_batch
         # Owned by whoever steps (the engine thread once started): the scheduler and its block pool, the sink of
         # every request (None: an offline request, whose caller reads its frames), whether it is stopping, counts.
