@@ -189,3 +189,23 @@ def test_the_summary_says_every_target_plainly():
     assert "| 37 | codec, ms per audio second (int8) | 180 ms | <= 100 ms | **missed** |" in text
     assert "| 40 | first sound, one room | 0.400 s | <= 0.6 s | met |" in text
     assert "| int8 | talker | 4 | 70.0 | 35.0 | 2.00x |" in text
+
+
+def test_each_model_of_a_comma_list_gets_its_row_in_the_summary(tmp_path):
+    """--model a,b: the engine level (stages against their floors) and one room through a server for each; the
+    household part on the first alone."""
+    from wyoming_chorus.export.builtin import resolve_model
+
+    tiny = resolve_model("builtin:tiny")
+    out = tmp_path / "report"
+    assert bench.main(["--quick", "--model", f"{tiny},{tiny}", "--rooms", "1", "--static-rooms", "", "--serial-rooms",
+                       "", "--poisson-requests", "0", "--probes", "0", "--skip-fcfs", "--rounds", "1",
+                       "--engine-batches", "1", "--engine-steps", "2", "--out", str(out)]) == 0
+    report = json.loads((out / "report.json").read_text())
+    forms = report["formats"]
+    assert len(forms) == 2 and all(f["one_room_rtf"] > 0 for f in forms)
+    assert all(f["floors"]["1"]["talker"] > 0 and f["engine"]["stages"][0]["talker_ms"] > 0 for f in forms)
+    assert list(report["one_room_servers"]) == ["one-room-1"]
+    assert forms[0]["rooms_held"] is not None and forms[1]["rooms_held"] is None
+    summary = (out / "report.md").read_text().split("## Summary")[1]
+    assert summary.count("| talker | 1 |") == 2

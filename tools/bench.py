@@ -154,8 +154,8 @@ async def servers(directories: list[Path], labels: list[str], plan, scratch: Pat
     phases = await alternate(directories[0], plan, scratch, client)
     phases.update(await baselines(directories[0], plan, scratch, client,
                                   phases["continuous"].get("rate") or capacity_rate({}, plan)))
-    rooms = {label: await one_room(f"one-room-{i}", d, plan, scratch, client)
-             for i, (d, label) in enumerate(zip(directories, labels, strict=True)) if i}
+    rooms = {f"one-room-{i}": {**await one_room(f"one-room-{i}", d, plan, scratch, client), "label": labels[i]}
+             for i, d in enumerate(directories) if i}
     return phases, rooms
 
 
@@ -209,7 +209,7 @@ def main(argv=None) -> int:
     goals = targets(phases, engine, kv, heard)
     held = {policy: gap_free_rooms(rows) for policy, rows in heard.items()}
     for i, form in enumerate(forms):  # one room's RTF per format; rooms held on the first, where the household ran
-        one = rooms[form["label"]].get("one_room", {}) if i else next(
+        one = rooms[f"one-room-{i}"].get("one_room", {}) if i else next(
             (r for r in phases.get("continuous", {}).get("sweep", []) if r["rooms"] == 1), {})
         form.update(one_room_rtf=one.get("rtf_p50"), rooms_held=None if i else held.get("playback"))
     plain = summary_lines(header, forms, batch, held, [t for t in goals if t["issue"] == 40], peers)
