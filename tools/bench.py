@@ -3,7 +3,7 @@
 one run on this machine. Writes report.md, report.json and PNG plots.
 
     python tools/bench.py --quick                     # builtin:tiny, a couple of rooms: proves the script (CI)
-    python tools/bench.py                             # 0.6b preset: random weights at real dims, f16 (~30 min)
+    python tools/bench.py                             # 0.6b preset, random weights at real dims, f16 (~25-45 min)
     python tools/bench.py --model DIR | --preset 0.6b [--weights int8] [--out bench-report/] [--peers peers.json]
     python tools/bench.py --model INT8_DIR,INT4_DIR   # per-format rows (engine level, one room) in the summary
 

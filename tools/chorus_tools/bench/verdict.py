@@ -103,7 +103,8 @@ def summary_lines(header: dict, forms: list[dict], running_batch: int, heard_roo
     lines.append("")
     if peers:
         ours = forms[0].get("one_room_rtf") if forms else None
-        lines += ["- **Peers in the same sitting** (one stream RTF): ours " + fmt(ours) + "; "
+        lines += ["- **Peers** (one stream RTF; --peers: tools/bench_peers.py --json, run in the same sitting): ours "
+                  + fmt(ours) + "; "
                   + ", ".join(f"{p.get('name', '?')} {fmt((p.get('one_stream') or {}).get('rtf'))}" for p in peers),
                   ""]
     lines += ["| issue | target | value | goal | met |", "|---:|---|---:|---|---|"]
