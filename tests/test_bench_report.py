@@ -180,7 +180,8 @@ def test_the_summary_says_every_target_plainly():
     header = {"cpu": "AMD EPYC", "isa": ["avx2", "avx512f", "avx512_bf16"], "isa_flags": ["avx512_bf16"]}
     issue_40 = [{"issue": 40, "measure": "first sound, one room", "value": 0.4, "unit": "s", "target": "<= 0.6 s",
                  "met": True, "note": None}]
-    lines = summary_lines(header, [_form("int8", "int8", 1.37, 25.0, 180.0)], 4, {"playback": 2, "fcfs": 1},
+    lines = summary_lines(header, [{**_form("int8", "int8", 1.37, 25.0, 180.0), "rooms_held": 1}], 4,
+                          {"playback": 2, "fcfs": 1},
                           issue_40, [{"name": "peer", "one_stream": {"rtf": 2.0}}])
     text = "\n".join(lines)
     assert "ISA avx2 avx512f avx512_bf16" in text and "Zen 4 / AVX-512 bf16 row" in text
@@ -188,6 +189,7 @@ def test_the_summary_says_every_target_plainly():
     assert "| 37 | one room end to end, RTF p50 (int8) | 1.37 | <= 0.8 | **missed** |" in text
     assert "| 37 | codec, ms per audio second (int8) | 180 ms | <= 100 ms | **missed** |" in text
     assert "| 40 | first sound, one room | 0.400 s | <= 0.6 s | met |" in text
+    assert "| 37 | rooms held in real time, zero underruns (int8) | 1 | >= 2 | **missed** |" in text
     assert "| int8 | talker | 4 | 70.0 | 35.0 | 2.00x |" in text
 
 

@@ -77,6 +77,8 @@ def _value(t: dict) -> str:
     v = t["value"]
     if v is None:
         return "n/a"
+    if isinstance(v, int):  # rooms
+        return str(v)
     return {"%": f"{v:.1%}", "s": f"{v:.3f} s", "x": f"{v:.2f}x", "ms": f"{v:.0f} ms"}.get(t["unit"], f"{v:.2f}")
 
 
