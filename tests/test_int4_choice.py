@@ -9,7 +9,10 @@ import numpy as np
 import openvino as ov
 import pytest
 
-from wyoming_chorus.engine.runner import RunnerOptions
+from wyoming_chorus.config import EngineSettings
+from wyoming_chorus.engine.codec_precision import choose_codec_decoder
+from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
+from wyoming_chorus.engine.summary import summary
 from wyoming_chorus.export.builtin import resolve_model
 from wyoming_chorus.export.int4_choice import CHECKED, CheckPlan, compress_checked
 from wyoming_chorus.export.served_sampling import ServedSampling
@@ -102,3 +105,15 @@ def test_each_graph_is_judged_on_its_own(tmp_path, lenient):
     _, check, _ = checked_copy(tmp_path, Threshold(max_tvd=float(np.mean(list(tvd.values()))), min_agreement=0.0))
     assert check["graphs"][closer]["weights"] == "int4" and check["graphs"][farther]["weights"] == "int8"
     assert json.loads((tmp_path / "tiny" / "chorus.json").read_text())["weights"] == "int4"
+    # "int4 weights" alone would hide that one graph runs INT8: the start-up log names each graph's format.
+    model = ModelDir(tmp_path / "tiny")
+    runner = PagedRunner(model, RunnerOptions(device="CPU", num_blocks=4))
+    codec = choose_codec_decoder(model / "codec_decoder.xml", model.manifest.codebook_size, "f32")
+    first = summary(model, runner, codec, EngineSettings())[0]
+    mixed = ", ".join(f"{graph.replace('_', ' ')} {check['graphs'][graph]['weights']}" for graph in CHECKED)
+    assert f"({model.manifest.model_type}, {mixed} weights)" in first, first
+    assert "int4" in mixed and "int8" in mixed
+
+
+def test_one_format_for_every_graph_is_named_once(lenient):
+    assert ModelDir(lenient[0]).manifest.weights_label == "int4"

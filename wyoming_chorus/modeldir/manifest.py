@@ -76,6 +76,16 @@ class Manifest:
     def min_new_tokens(self) -> int:
         return int(self.generation["min_new_tokens"])
 
+    @property
+    def weights_label(self) -> str:
+        """The weights in words: "int8", or per graph where an export with weights "auto" mixed them ("talker int4,
+        code predictor int8"), since `weights` then says "int4" for a model whose predictor is INT8."""
+        graphs = (self.weights_check or {}).get("graphs", {})
+        formats = {graph.replace("_", " "): figures.get("weights") for graph, figures in graphs.items()}
+        if len(set(formats.values())) < 2:
+            return self.weights
+        return ", ".join(f"{graph} {chosen}" for graph, chosen in formats.items())
+
 
 class ModelDir:
     """One model directory: its manifest, its files, and its embedding tables (loaded on first use, once)."""
