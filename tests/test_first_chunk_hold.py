@@ -1,6 +1,7 @@
 """The hold before a reply's first chunk (engine/first_chunk_hold.py) and the playback policy's steps around it, over
-scripted step costs and clocks: a reply that cannot be made as fast as it is spoken waits just long enough to then
-play with no gap, if its first sound can still come in time; else it goes out at once. No server, no OpenVINO."""
+scripted step costs, codec loads and clocks: a reply that cannot be made as fast as it is spoken waits just long
+enough to then play with no gap, if its first sound can still come in time; else it goes out at once. No server, no
+OpenVINO."""
 from __future__ import annotations
 
 import numpy as np
