@@ -61,17 +61,19 @@ class CodecWorker:
     the error from the fail() that follows. Without it, the sink is failed directly."""
 
     def __init__(self, model: ModelDir, codec_precision: str = "auto", inference_precision: str = "",
-                 on_failure: Callable[[int, Exception], None] | None = None, pacing: Pacing | None = None):
+                 on_failure: Callable[[int, Exception], None] | None = None, pacing: Pacing | None = None,
+                 load: CodecLoad | None = None):
         """codec_precision, inference_precision: engine.codec_precision and engine.inference_precision. `pacing`:
         the engine's playback policy (engine/pacing.py), which says whose blocks wait while the engine makes frames
-        others wait for, and is told when a reply's first block is out; by default nobody waits."""
+        others wait for, and is told when a reply's first block is out; by default nobody waits. `load`: where this
+        thread publishes what it costs the rooms (the engine's capacity figure and first-chunk hold read it)."""
         self.choice = choose_codec_decoder(model / "codec_decoder.xml", model.manifest.codebook_size,
                                            codec_precision, inference_precision)
         self._decoder = self.choice.decoder
         self._sample_rate = model.manifest.sample_rate
         self._on_failure = on_failure
         self._pacing = pacing or Pacing()
-        self.load = CodecLoad()  # what it costs the rooms, for the engine's capacity figure
+        self.load = load or CodecLoad()
         self._jobs: Inbox[Job] = Inbox()  # closed at stop: a job put later is refused (False), its caller answers
         self._streams: dict[int, _Stream] = {}
         self._failed: set[int] = set()  # requests whose decoding failed: their frames still queued are dropped

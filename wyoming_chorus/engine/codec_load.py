@@ -5,7 +5,8 @@ A room is in real time only if the codec also turns its frames into audio at lea
 loop can give it a frame per frame's duration while its audio falls further behind at the codec (f32 on AVX2, 0.6b:
 ~0.45 s of decoding per audio second, so three rooms need 1.35 s per second). The codec thread decodes one request's
 block at a time (engine/audio_output.py: no batch across requests), so N rooms cost it N times one room's seconds,
-and it has one second per second: it holds the most N with N x cost <= 1.
+and it has one second per second: it holds the most N with N x cost <= 1, and makes each of N rooms 1 / (N x cost)
+seconds of audio per second (the first-chunk hold's rate, engine/first_chunk_hold.py).
 
 The cost is the wall time of each block the thread hands over (decoding, conversion, hand-off), measured where it
 runs: beside the engine's steps, on the same cores, so the steps' share of the cores is in it, as the codec's share
@@ -48,6 +49,14 @@ class CodecLoad:
         while held < most and (held + 1) * cost <= 1.0:
             held += 1
         return held
+
+    def rate_per_room(self, rooms: int) -> float | None:
+        """Seconds of audio per second the codec makes for each of `rooms` rooms that share it; None before it was
+        measured."""
+        cost = self.seconds_per_audio_second
+        if cost is None or cost <= 0 or rooms <= 0:
+            return None
+        return 1.0 / (rooms * cost)
 
 
 def rooms_in_real_time(loop_held: int | None, codec_held: int | None) -> int | None:

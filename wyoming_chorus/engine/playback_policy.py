@@ -135,6 +135,12 @@ class PlaybackPolicy:
         return clock is not None and (clock.written < self.limits.head_start_seconds or short_and_whole(clock))
 
     def _real_time(self, batch: int) -> bool:
+        # The language models' step alone, not the codec's share (CodecLoad), unlike the first-chunk hold's rate: the
+        # cut trades steps, and a request that sits a step out still holds its place at the codec (its frames made
+        # already are still owed audio), so cutting the batch does not make the codec faster for anyone. Where the
+        # codec is the slower part it already serves the listeners in need first (no audio yet, then least slack:
+        # engine/audio_output.py); a cut from its cost would only take steps from replies the engine can still make
+        # in time, their frames then late at the codec too.
         cost = self.cost.predict(batch)
         return cost is None or cost <= self.frame_seconds
 
