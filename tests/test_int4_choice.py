@@ -76,6 +76,7 @@ def test_int4_within_the_threshold_is_kept_and_recorded(lenient):
     decisions = {graph: check["graphs"][graph]["int4"]["decisions"] for graph in CHECKED}
     assert decisions["code_predictor"] == 15 * decisions["talker"] > 0
     assert "i4" not in weight_types(directory / "text.xml")  # the embedding table: INT8 always
+    assert "i8" in weight_types(directory / "codec_decoder_int8.xml")  # the codec's INT8 twin, for start-up to judge
     assert [line.split(":")[0] for line in lines] == ["talker", "code predictor"]
     assert all("INT4 kept" in line and "TVD" in line and "threshold" in line for line in lines)
     assert not list(directory.glob(".*"))  # no staging file left behind
