@@ -8,11 +8,11 @@ import shutil
 import pytest
 
 from wyoming_chorus.cpu import cpu_facts
-from wyoming_chorus.engine.codec_precision import INT8_CODEC_XML, choose_codec_decoder, probe_error
+from wyoming_chorus.engine.codec_precision import choose_codec_decoder, probe_error
 from wyoming_chorus.engine.streaming_codec import StreamingCodecDecoder
 from wyoming_chorus.export.builtin import resolve_model
 from wyoming_chorus.export.utterances import speak
-from wyoming_chorus.modeldir.manifest import ModelDir
+from wyoming_chorus.modeldir.manifest import INT8_CODEC_XML, ModelDir
 
 pytest.importorskip("nncf", reason="quantisation needs the optional extra: pip install '.[compress]'")
 

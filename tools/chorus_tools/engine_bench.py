@@ -11,13 +11,12 @@ from pathlib import Path
 import numpy as np
 
 from wyoming_chorus.config import EngineSettings
-from wyoming_chorus.engine.codec_precision import INT8_CODEC_XML
 from wyoming_chorus.engine.core import EngineCore
 from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
 from wyoming_chorus.engine.scheduler import ScheduledEntry
 from wyoming_chorus.engine.sequence import SamplingParams, Sequence
 from wyoming_chorus.engine.streaming_codec import StreamingCodecDecoder
-from wyoming_chorus.modeldir.manifest import ModelDir
+from wyoming_chorus.modeldir.manifest import INT8_CODEC_XML, ModelDir
 
 
 def start_batch(model: ModelDir, runner: PagedRunner, batch: int, context: int, frame_cap: int,

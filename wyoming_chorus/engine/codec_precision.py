@@ -28,10 +28,10 @@ import numpy as np
 
 from wyoming_chorus.cpu import cpu_facts
 from wyoming_chorus.engine.streaming_codec import StreamingCodecDecoder
+from wyoming_chorus.modeldir.manifest import INT8_CODEC_XML
 
 AUDIO_ERROR_BOUND = 1e-3  # RMS of the difference from f32, as a fraction of full scale
 PROBE_FRAMES = 16  # 1.3 s of audio: ~0.9 s of CPU to decode in f32 at real dims
-INT8_CODEC_XML = "codec_decoder_int8.xml"  # beside codec_decoder.xml when the export made one
 
 
 @dataclass(frozen=True)

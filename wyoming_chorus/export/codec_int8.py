@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import openvino as ov
 
-from wyoming_chorus.engine.codec_precision import INT8_CODEC_XML
-from wyoming_chorus.engine.streaming_codec import BLOCK_FRAMES
+from wyoming_chorus.modeldir.manifest import CODEC_BLOCK_FRAMES as BLOCK_FRAMES
+from wyoming_chorus.modeldir.manifest import INT8_CODEC_XML
 
 # Every op type NNCF may quantise besides the convolutions: kept in float.
 _KEPT_IN_FLOAT = ["MatMul", "Add", "Multiply", "Subtract", "Divide", "Maximum", "Minimum", "MVN", "Gelu", "Round",
