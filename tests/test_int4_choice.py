@@ -73,8 +73,9 @@ def test_int4_within_the_threshold_is_kept_and_recorded(lenient):
     decisions = {graph: check["graphs"][graph]["int4"]["decisions"] for graph in CHECKED}
     assert decisions["code_predictor"] == 15 * decisions["talker"] > 0
     assert "i4" not in weight_types(directory / "text.xml")  # the embedding table: INT8 always
-    assert [line.split(":")[0] for line in lines] == ["talker", "code predictor"]
-    assert all("INT4 kept" in line and "TVD" in line and "threshold" in line for line in lines)
+    assert [line.split(": ")[1] for line in lines] == ["talker", "code predictor"]
+    assert all(line.startswith("checking INT4 on this checkpoint: ") and "-> INT4 (threshold" in line
+               and "TVD" in line for line in lines)
     assert not list(directory.glob(".*"))  # no staging file left behind
 
 
@@ -90,7 +91,7 @@ def test_int4_that_misses_the_threshold_falls_back_to_int8(tmp_path):
     for graph in CHECKED:
         assert check["graphs"][graph]["weights"] == "int8"
         assert "i4" not in weight_types(directory / f"{graph}.xml") and "u8" in weight_types(directory / f"{graph}.xml")
-    assert all("INT8, INT4 missed the threshold" in line for line in lines)
+    assert all("-> INT8, INT4 missed the threshold" in line for line in lines)
 
 
 def test_each_graph_is_judged_on_its_own(tmp_path, lenient):
