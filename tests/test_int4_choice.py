@@ -77,8 +77,9 @@ def test_int4_within_the_threshold_is_kept_and_recorded(lenient):
     assert decisions["code_predictor"] == 15 * decisions["talker"] > 0
     assert "i4" not in weight_types(directory / "text.xml")  # the embedding table: INT8 always
     assert "i8" in weight_types(directory / "codec_decoder_int8.xml")  # the codec's INT8 twin, for start-up to judge
-    assert [line.split(":")[0] for line in lines] == ["talker", "code predictor"]
-    assert all("INT4 kept" in line and "TVD" in line and "threshold" in line for line in lines)
+    assert [line.split(": ")[1] for line in lines] == ["talker", "code predictor"]
+    assert all(line.startswith("checking INT4 on this checkpoint: ") and "-> INT4 (threshold" in line
+               and "TVD" in line for line in lines)
     assert not list(directory.glob(".*"))  # no staging file left behind
 
 
@@ -94,7 +95,7 @@ def test_int4_that_misses_the_threshold_falls_back_to_int8(tmp_path):
     for graph in CHECKED:
         assert check["graphs"][graph]["weights"] == "int8"
         assert "i4" not in weight_types(directory / f"{graph}.xml") and "u8" in weight_types(directory / f"{graph}.xml")
-    assert all("INT8, INT4 missed the threshold" in line for line in lines)
+    assert all("-> INT8, INT4 missed the threshold" in line for line in lines)
 
 
 def test_each_graph_is_judged_on_its_own(tmp_path, lenient):

@@ -118,9 +118,10 @@ def compress_checked(model_dir: Path, threshold: Threshold | None = None, plan: 
 
 
 def verdict_line(graph: str, chosen: str, distances: dict[str, Distance], threshold: Threshold) -> str:
-    """'talker: INT4 kept: code agreement 97.1%, TVD 0.031 (threshold >= 90.0%, <= 0.050; INT8 99.0%, 0.012)'."""
+    """'checking INT4 on this checkpoint: talker: code agreement 97.1%, TVD 0.031 -> INT4 (threshold >= 90.0%,
+    <= 0.050; INT8 99.0%, 0.012; 320 decisions)', or '-> INT8, INT4 missed the threshold (>= 90.0%, ...'."""
     int4, int8 = distances["int4"], distances["int8"]
-    verdict = "INT4 kept" if chosen == "int4" else "INT8, INT4 missed the threshold"
-    return (f"{graph.replace('_', ' ')}: {verdict}: code agreement {int4.agreement:.1%}, TVD {int4.tvd:.3f} "
-            f"(threshold >= {threshold.min_agreement:.1%}, <= {threshold.max_tvd:.3f}; INT8 {int8.agreement:.1%}, "
-            f"{int8.tvd:.3f}; {int4.decisions} decisions)")
+    verdict = "INT4 (threshold " if chosen == "int4" else "INT8, INT4 missed the threshold ("
+    return (f"checking INT4 on this checkpoint: {graph.replace('_', ' ')}: code agreement {int4.agreement:.1%}, "
+            f"TVD {int4.tvd:.3f} -> {verdict}>= {threshold.min_agreement:.1%}, <= {threshold.max_tvd:.3f}; "
+            f"INT8 {int8.agreement:.1%}, {int8.tvd:.3f}; {int4.decisions} decisions)")
