@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import openvino as ov
 import openvino.opset13 as ops
 
-from wyoming_chorus import _native
+from wyoming_chorus.native_module import _native
 
 # The requested KV_CACHE_PRECISION -> the type the cache then holds, by the precision attention computes in.
 _CPU_KV_CACHE = {

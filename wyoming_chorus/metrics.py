@@ -77,8 +77,14 @@ class Metrics:
             "head_start (cut to keep a step in real time beside more urgent replies: past the box's capacity)",
             ["tier"], registry=r)
         self.realtime_rooms = Gauge(
-            "chorus_realtime_rooms", "Rooms the engine loop holds now with each still in real time (one frame of "
-            "audio per frame's duration), from the measured period from one step's end to the next", registry=r)
+            "chorus_realtime_rooms", "Rooms the box holds now with each still in real time: the engine loop gives "
+            "each a frame per frame's duration (its measured period from one step's end to the next) and the codec "
+            "turns their frames into audio at least as fast as it plays (rooms times "
+            "chorus_codec_seconds_per_audio_second within 1)", registry=r)
+        self.codec_seconds_per_audio_second = Gauge(
+            "chorus_codec_seconds_per_audio_second", "Seconds the codec thread takes per second of one reply's audio "
+            "(recent median, beside the engine's steps): it decodes one reply at a time, so it keeps up with at "
+            "most 1 / this rooms", registry=r)
         # What a household hears on Home Assistant 2026.11, which plays a reply from its first chunk (0.1-0.5 s
         # after it comes): the first chunk written is its first sound, and a reply with no underrun was heard whole.
         self.reply_first_chunk = Histogram(

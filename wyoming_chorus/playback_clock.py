@@ -18,13 +18,14 @@ from collections.abc import Callable
 
 
 class PlaybackClock:
-    __slots__ = ("_state", "_hold", "began", "first_ready", "underruns", "text_length")
+    __slots__ = ("_state", "_hold", "began", "first_ready", "underruns", "underrun_seconds", "text_length")
 
     def __init__(self, now: float | None = None, text_length: Callable[[], int] | None = None) -> None:
         """`text_length`: the reply's characters so far (the writer's; read by the engine for the reply's expected
         length)."""
         self._state: tuple[float | None, float] = (None, 0.0)  # (when playback started, seconds written)
         self.underruns = 0  # times the listener ran dry so far
+        self.underrun_seconds = 0.0  # and the silence it heard in all
         self.text_length = text_length
         # When the reply began: a satellite's patience for the first sound counts from about here.
         self.began = time.monotonic() if now is None else now
@@ -56,6 +57,7 @@ class PlaybackClock:
         if dry > 0:
             origin += dry  # it plays on from this chunk: the silence shifts the rest of the reply
             self.underruns += 1
+            self.underrun_seconds += dry
         self._state = (origin, written + seconds)
         return max(dry, 0.0)
 

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from wyoming_chorus.app import model_dir
-from wyoming_chorus.config import EngineSettings
+from wyoming_chorus.config import EngineSettings, SchedulerSettings
 from wyoming_chorus.engine.core import EngineCore
 from wyoming_chorus.engine.scheduler import Scheduler
 from wyoming_chorus.frontend.requests import RequestBuilder
@@ -85,3 +85,13 @@ def test_check_integrity_runs_on_the_engine_thread_while_it_runs(model, monkeypa
     engine.core.check_integrity()  # stopped: the caller owns the scheduler now
     assert checked_on == [threading.current_thread().name]
     assert not engine.core.stats().alive
+
+
+def test_the_first_chunk_hold_plans_with_the_codec_threads_own_cost(model):
+    """The engine hands the hold the load its codec thread measures (engine/codec_load.py): a codec that makes each of
+    two rooms less audio than they play lowers the rate the hold plans with below the steps' own."""
+    core = EngineCore(model, SETTINGS, scheduling=SchedulerSettings(policy="playback"))
+    core.step_cost.record(2, 0.01)  # the steps alone: 8x real time
+    for _ in range(3):
+        core.codec.load.block_done(0.45 * 0.32, 0.32)  # f32 codec on AVX2: 0.45 s per audio second
+    assert core.pacing.first_chunks.rate(2) == pytest.approx(1 / (2 * 0.45))

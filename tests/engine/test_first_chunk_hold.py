@@ -1,6 +1,7 @@
 """The hold before a reply's first chunk (engine/first_chunk_hold.py) and the playback policy's steps around it, over
-scripted step costs and clocks: a reply that cannot be made as fast as it is spoken waits just long enough to then
-play with no gap, if its first sound can still come in time; else it goes out at once. No server, no OpenVINO."""
+scripted step costs, codec loads and clocks: a reply that cannot be made as fast as it is spoken waits just long
+enough to then play with no gap, if its first sound can still come in time; else it goes out at once. No server, no
+OpenVINO."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +9,10 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from wyoming_chorus.config import SchedulerSettings
+from wyoming_chorus.engine.codec_load import CodecLoad
 from wyoming_chorus.engine.first_chunk_hold import FirstChunkHold, hold_seconds
-from wyoming_chorus.engine.pacing import PlaybackPacing
+from wyoming_chorus.engine.pacing import PlaybackPacing, pacing_for
 from wyoming_chorus.engine.playback_policy import PlaybackLimits, PlaybackPolicy
 from wyoming_chorus.engine.sequence import Sequence
 from wyoming_chorus.engine.step_cost import StepCost
@@ -104,6 +107,63 @@ def test_a_deferred_sentence_and_a_zero_limit_plan_nothing():
     off = PlaybackClock(now=100.0)
     FirstChunkHold(step_cost(b1=0.114), FRAME, 0.0).plan([sentence(2, 40, off)])
     assert off.release_at(now=100.1) == 100.1
+
+
+def codec_load(seconds_per_audio_second: float, rooms: frozenset[int] = frozenset()) -> CodecLoad:
+    """A codec thread that decoded whole blocks (0.32 s of audio) at this cost, and still owes audio to `rooms`."""
+    load = CodecLoad()
+    for _ in range(3):
+        load.block_done(seconds_per_audio_second * 0.32, 0.32)
+    load.rooms = rooms
+    return load
+
+
+def new_reply_beside_two_readers(now: float) -> tuple[PlaybackClock, list[Sequence]]:
+    """A 3.2 s announcement just begun, in a batch with two readers already playing."""
+    clock = PlaybackClock(now=now)
+    readers = [sentence(n, 250, PlaybackClock(now=now - 10)) for n in (2, 3)]
+    for reader in readers:
+        reader.clock.wrote(5.0, now=now - 5)
+    return clock, [sentence(1, 40, clock), *readers]
+
+
+def test_a_reply_whose_codec_is_the_slower_part_waits_for_it():
+    """f32 codec on AVX2: 0.45 s of decoding per audio second. The steps of three make 0.08 s of audio in 0.05 s (rate
+    1.6: no hold from them), but the codec decodes one room's block at a time: each of three rooms gets
+    1 / (3 x 0.45) = 0.74 s of audio a second, so the announcement needs 3.2 x (1.35 - 1) = 1.12 s of hold, through the
+    pacing the engine builds (scheduler.policy playback)."""
+    pacing = pacing_for(SchedulerSettings(), step_cost(b1=0.04, b3=0.05), FRAME, 4, codec_load(0.45))
+    clock, batch = new_reply_beside_two_readers(now=100.0)
+    pacing.skipped(batch)
+    assert clock.release_at(now=100.1) == pytest.approx(100.1 + 3.2 * (3 * 0.45 - 1))
+
+
+def test_a_codec_that_keeps_up_with_every_room_adds_no_hold():
+    """0.2 s per audio second: three rooms get 1.67 s of audio a second each; the steps' rate (1.6) stands, no hold."""
+    hold = FirstChunkHold(step_cost(b1=0.04, b3=0.05), FRAME, 1.5, codec_load(0.2))
+    clock, batch = new_reply_beside_two_readers(now=100.0)
+    hold.plan(batch)
+    assert hold.rate(3) == pytest.approx(0.08 / 0.05)
+    assert clock.release_at(now=100.1) == 100.1
+
+
+def test_rooms_whose_audio_the_codec_still_owes_share_it():
+    """The new reply runs alone, but the codec still owes audio to two rooms whose frames are all made: it is one of
+    three rooms at the codec (0.74 s of audio a second each at 0.45 s per audio second), so it is held."""
+    finished = [PlaybackClock(), PlaybackClock()]  # kept alive: the codec names its rooms by id()
+    hold = FirstChunkHold(step_cost(b1=0.04), FRAME, 1.5, codec_load(0.45, rooms=frozenset(map(id, finished))))
+    clock = PlaybackClock(now=100.0)
+    hold.plan([sentence(1, 40, clock)])
+    assert clock.release_at(now=100.1) == pytest.approx(100.1 + 3.2 * (3 * 0.45 - 1))
+
+
+def test_before_the_codec_is_measured_the_steps_rate_stands():
+    load = CodecLoad()
+    load.block_done(0.45 * 0.32, 0.32)  # one block: not a figure yet
+    hold = FirstChunkHold(step_cost(b1=0.04, b3=0.05), FRAME, 1.5, load)
+    clock, batch = new_reply_beside_two_readers(now=100.0)
+    hold.plan(batch)
+    assert clock.release_at(now=100.1) == 100.1
 
 
 class Time:

@@ -153,6 +153,27 @@ def test_the_policy_keeps_each_requests_tier_for_the_sat_out_counter():
     assert p.skipped([full]) == set() and p.tiers == {}  # alone: nothing to trade, nothing classified
 
 
+def test_a_short_reply_keeps_its_head_start_through_a_hiccup_but_not_through_a_gap():
+    """A 30 ms silence (one late step) is forgiven; a 0.3 s one is heard, and the reply gives the step back."""
+    from wyoming_chorus.engine.playback_policy import SHORT_REPLY_GAP_TOLERANCE_SECONDS
+    time = Time()
+    slow = cost(b1=0.05, b2=0.07, b3=0.09)  # three in a step is slower than real time
+
+    def short_reply(seq_id: int, silence: float):
+        clock = PlaybackClock(text_length=lambda: 40)  # ~2.8 s of audio by its text: short
+        clock.wrote(0.5, now=time.now - 0.9 - silence)
+        clock.wrote(0.5, now=time.now - 0.4)  # ran dry for `silence` before this chunk
+        return seq_with(seq_id, clock)
+
+    hiccup, broken = short_reply(2, 0.03), short_reply(3, 0.3)
+    assert hiccup.clock.underruns == broken.clock.underruns == 1
+    assert hiccup.clock.underrun_seconds <= SHORT_REPLY_GAP_TOLERANCE_SECONDS < broken.clock.underrun_seconds
+    reader = seq_with(4, listener(time, written=60.0, played=59.5))  # urgent: 0.5 s left
+    p = PlaybackPolicy(PlaybackLimits(0.0, 1.0, 4.0), slow, FRAME, now=time)  # HA 2026.11's default: no head start
+    p.skipped([hiccup, broken, reader, seq_with(1, PlaybackClock())])
+    assert p.tiers[2] == "head_start" and p.tiers[3] != "head_start"
+
+
 def test_a_reply_silent_for_a_head_start_gets_one_again():
     time = Time()
     slow = cost(b1=0.07, b2=0.09)

@@ -97,8 +97,9 @@ BROKEN = {
 def test_incomplete_checkpoint_fails_with_one_line(checkpoint, tmp_path, capsys, expected):
     broken = _broken(checkpoint, tmp_path, BROKEN[expected])
     assert main(["export", str(broken), "-o", str(tmp_path / "model")]) == 2
-    error = capsys.readouterr().err.strip()
-    assert "\n" not in error and expected in error, error
+    *progress, error = capsys.readouterr().err.strip().splitlines()
+    assert error.startswith("wyoming-chorus export: ") and expected in error, error
+    assert all(line.startswith("export: ") for line in progress), progress  # before it: only the stages that ran
 
 
 def test_compressed_weights_need_nncf_or_run(checkpoint, tmp_path):
@@ -112,18 +113,34 @@ def test_compressed_weights_need_nncf_or_run(checkpoint, tmp_path):
     assert json.loads((out / "chorus.json").read_text())["weights"] == "int8"
 
 
-def test_auto_weights_check_int4_on_the_checkpoint(checkpoint, tmp_path):
-    """--weights auto through the CLI: a threshold INT4 cannot meet keeps INT8 (tests/export/test_int4_choice.py checks
-    the lines that say so)."""
+LENIENT = ["--int4-max-tvd", "1", "--int4-min-agreement", "0"]
+STRICT = ["--int4-max-tvd", "0", "--int4-min-agreement", "1"]
+
+
+@pytest.mark.parametrize(("flags", "expected"), [(LENIENT, "int4"), (STRICT, "int8")])
+def test_the_default_export_checks_int4_on_the_checkpoint(checkpoint, tmp_path, capfd, flags, expected):
+    """No --weights: auto, which keeps INT4 where the threshold allows (here: everywhere, or nowhere) and says so."""
     pytest.importorskip("nncf")
     out = tmp_path / "model"
-    assert main(["export", str(checkpoint), "-o", str(out), "--weights", "auto", "--int4-max-tvd", "0",
-                 "--int4-min-agreement", "1"]) == 0
+    assert main(["export", str(checkpoint), "-o", str(out), *flags]) == 0
     manifest = json.loads((out / "chorus.json").read_text())
-    assert manifest["weights"] == "int8"
-    assert manifest["weights_check"]["threshold"] == {"max_tvd": 0.0, "min_agreement": 1.0}
+    assert manifest["weights"] == expected
+    assert manifest["weights_check"]["threshold"] == {"max_tvd": float(flags[1]), "min_agreement": float(flags[3])}
     assert {graph: figures["weights"] for graph, figures in manifest["weights_check"]["graphs"].items()} == \
-        {"talker": "int8", "code_predictor": "int8"}
+        {"talker": expected, "code_predictor": expected}
+    err = capfd.readouterr().err
+    assert "export: compressing weights: INT4 where this checkpoint's check allows, INT8 elsewhere (the check " in err
+    verdicts = [line for line in err.splitlines() if line.startswith("export: checking INT4 on this checkpoint: ")]
+    assert [line.split(": ")[2] for line in verdicts] == ["talker", "code predictor"], err
+    assert all(f"-> {expected.upper()}" in line for line in verdicts), verdicts
+
+
+def test_weights_int8_asked_for_skip_the_check(checkpoint, tmp_path):
+    pytest.importorskip("nncf")
+    out = tmp_path / "model"
+    assert main(["export", str(checkpoint), "-o", str(out), "--weights", "int8"]) == 0
+    manifest = json.loads((out / "chorus.json").read_text())
+    assert manifest["weights"] == "int8" and "weights_check" not in manifest
 
 
 @pytest.mark.parametrize("flag", ["--int4-max-tvd", "--int4-min-agreement"])

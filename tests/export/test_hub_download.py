@@ -22,7 +22,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from wyoming_chorus.errors import SetupError
-from wyoming_chorus.export import builtin, hub
+from wyoming_chorus.export import builtin, default_weights, hub
 
 from checkpoints import write_checkpoint
 
@@ -155,7 +155,9 @@ def start(model: str, data_dir: Path, endpoint: str, tmp_path: Path, wait: bool 
 
 
 def _finish(process: subprocess.Popen) -> tuple[int, dict | None, str]:
-    out, err = process.communicate(timeout=300)
+    # A guard against a hang, not a timing: a first start's export checks INT4 (~20 s of CPU on this tiny model),
+    # which on a machine shared with other work can take minutes.
+    out, err = process.communicate(timeout=1200)
     assert process.returncode != 0 or out.strip(), f"no result on stdout; stderr: {err[-3000:]}"
     return process.returncode, json.loads(out.strip().splitlines()[-1]) if process.returncode == 0 else None, err
 
@@ -169,11 +171,18 @@ def test_first_start_downloads_and_exports_once_and_later_starts_make_no_request
     assert [code for code, _, _ in results] == [0, 0], [err for _, _, err in results]
     path = Path(results[0][1]["path"])
     assert results[1][1]["path"] == str(path)
-    weights, _ = hub.preferred_weights()
+    weights, _ = default_weights.default_weights()
     assert path == data_dir / "models" / f"Qwen--Qwen3-TTS-12Hz-0.6B-CustomVoice-{weights}"
     manifest = json.loads((path / "chorus.json").read_text())
     assert manifest["name"] == "Qwen3-TTS-12Hz-0.6B-CustomVoice" and manifest["model_type"] == "custom_voice"
-    assert manifest.get("weights", "f16") == weights
+    if weights == "auto":  # the default with NNCF: INT4 checked on the downloaded checkpoint, graph by graph
+        chosen = {graph: figures["weights"] for graph, figures in manifest["weights_check"]["graphs"].items()}
+        assert set(chosen) == {"talker", "code_predictor"} and set(chosen.values()) <= {"int4", "int8"}
+        assert manifest["weights"] == ("int4" if "int4" in chosen.values() else "int8")
+        checks = [err.count("export: checking INT4 on this checkpoint: ") for _, _, err in results]
+        assert sorted(checks) == [0, 2], results  # one start exported: a line for the talker, one for the predictor
+    else:
+        assert manifest.get("weights", "f16") == weights == "f16"
     for name in ("model-00001-of-00002.safetensors", "speech_tokenizer/model.safetensors", "vocab.json"):
         assert fake_hub.gets(f"/resolve/{COMMIT}/{name}") + fake_hub.gets(f"/resolve/main/{name}") == 1, name
     assert fake_hub.gets("README.md") == 0
@@ -219,14 +228,16 @@ def test_model_names():
         assert hub.hub_repo(path) is None, path
 
 
-def test_weights_are_int8_with_nncf_and_f16_without(monkeypatch):
-    real = hub.importlib.util.find_spec
-    monkeypatch.setattr(hub.importlib.util, "find_spec", lambda name: object() if name == "nncf" else real(name))
-    assert hub.preferred_weights("avx2")[0] == hub.preferred_weights("avx512f")[0] == "int8"
-    weights, why = hub.preferred_weights("amx_bf16")
-    assert weights == "int8" and "AMX" in why and "f32" in why  # computed in f32 there (wyoming_chorus/lm_precision.py)
-    monkeypatch.setattr(hub.importlib.util, "find_spec", lambda name: None if name == "nncf" else real(name))
-    assert hub.preferred_weights("avx2")[0] == "f16"
+def test_the_default_weights_are_auto_with_nncf_and_f16_without(monkeypatch):
+    real = default_weights.importlib.util.find_spec
+    monkeypatch.setattr(default_weights.importlib.util, "find_spec",
+                        lambda name: object() if name == "nncf" else real(name))
+    weights, why = default_weights.default_weights()
+    assert weights == "auto" and "INT4 where this checkpoint's check allows" in why
+    monkeypatch.setattr(default_weights.importlib.util, "find_spec",
+                        lambda name: None if name == "nncf" else real(name))
+    weights, why = default_weights.default_weights()
+    assert weights == "f16" and "pip install 'wyoming-chorus[compress]'" in why
 
 
 def test_data_dir_defaults_to_xdg(monkeypatch, tmp_path):
@@ -253,9 +264,10 @@ def test_settings_that_name_no_model_fail_with_one_line(tmp_path, monkeypatch):
 
 
 def test_a_cached_export_in_another_mode_is_served_rather_than_downloaded_again(tmp_path, monkeypatch):
-    monkeypatch.setattr(hub, "preferred_weights", lambda: ("int8", "test"))
+    """An export made before auto became the default (int8) is kept, not made again."""
+    monkeypatch.setattr(hub, "default_weights", lambda: ("auto", "test"))
     monkeypatch.setattr(hub, "_download", lambda *args: pytest.fail("an export is cached: nothing to download"))
-    cached = tmp_path / "models" / "Qwen--Qwen3-TTS-12Hz-1.7B-Base-f16"
+    cached = tmp_path / "models" / "Qwen--Qwen3-TTS-12Hz-1.7B-Base-int8"
     cached.mkdir(parents=True)
     (cached / "chorus.json").write_text("{}")
     assert builtin.resolve_model("1.7b-base", tmp_path) == cached

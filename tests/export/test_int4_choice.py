@@ -9,7 +9,10 @@ import numpy as np
 import openvino as ov
 import pytest
 
-from wyoming_chorus.engine.runner import RunnerOptions
+from wyoming_chorus.config import EngineSettings
+from wyoming_chorus.engine.codec_precision import choose_codec_decoder
+from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
+from wyoming_chorus.engine.summary import summary
 from wyoming_chorus.export.builtin import resolve_model
 from wyoming_chorus.export.int4_choice import CHECKED, CheckPlan, compress_checked
 from wyoming_chorus.export.served_sampling import ServedSampling
@@ -73,8 +76,10 @@ def test_int4_within_the_threshold_is_kept_and_recorded(lenient):
     decisions = {graph: check["graphs"][graph]["int4"]["decisions"] for graph in CHECKED}
     assert decisions["code_predictor"] == 15 * decisions["talker"] > 0
     assert "i4" not in weight_types(directory / "text.xml")  # the embedding table: INT8 always
-    assert [line.split(":")[0] for line in lines] == ["talker", "code predictor"]
-    assert all("INT4 kept" in line and "TVD" in line and "threshold" in line for line in lines)
+    assert "i8" in weight_types(directory / "codec_decoder_int8.xml")  # the codec's INT8 twin, for start-up to judge
+    assert [line.split(": ")[1] for line in lines] == ["talker", "code predictor"]
+    assert all(line.startswith("checking INT4 on this checkpoint: ") and "-> INT4 (threshold" in line
+               and "TVD" in line for line in lines)
     assert not list(directory.glob(".*"))  # no staging file left behind
 
 
@@ -90,7 +95,7 @@ def test_int4_that_misses_the_threshold_falls_back_to_int8(tmp_path):
     for graph in CHECKED:
         assert check["graphs"][graph]["weights"] == "int8"
         assert "i4" not in weight_types(directory / f"{graph}.xml") and "u8" in weight_types(directory / f"{graph}.xml")
-    assert all("INT8, INT4 missed the threshold" in line for line in lines)
+    assert all("-> INT8, INT4 missed the threshold" in line for line in lines)
 
 
 def test_each_graph_is_judged_on_its_own(tmp_path, lenient):
@@ -102,3 +107,15 @@ def test_each_graph_is_judged_on_its_own(tmp_path, lenient):
     _, check, _ = checked_copy(tmp_path, Threshold(max_tvd=float(np.mean(list(tvd.values()))), min_agreement=0.0))
     assert check["graphs"][closer]["weights"] == "int4" and check["graphs"][farther]["weights"] == "int8"
     assert json.loads((tmp_path / "tiny" / "chorus.json").read_text())["weights"] == "int4"
+    # "int4 weights" alone would hide that one graph runs INT8: the start-up log names each graph's format.
+    model = ModelDir(tmp_path / "tiny")
+    runner = PagedRunner(model, RunnerOptions(device="CPU", num_blocks=4))
+    codec = choose_codec_decoder(model / "codec_decoder.xml", model.manifest.codebook_size, "f32")
+    first = summary(model, runner, codec, EngineSettings())[0]
+    mixed = ", ".join(f"{graph.replace('_', ' ')} {check['graphs'][graph]['weights']}" for graph in CHECKED)
+    assert f"({model.manifest.model_type}, {mixed} weights)" in first, first
+    assert "int4" in mixed and "int8" in mixed
+
+
+def test_one_format_for_every_graph_is_named_once(lenient):
+    assert ModelDir(lenient[0]).manifest.weights_label == "int4"

@@ -28,6 +28,8 @@ def test_a_chunk_after_the_audio_ran_out_is_an_underrun_and_playback_resumes_fro
     assert clock.wrote(1.0, now=3.0) == pytest.approx(2.0)  # ran dry at 1.0, silence until 3.0
     assert clock.slack(3.0) == pytest.approx(1.0)  # the new chunk plays from now
     assert clock.wrote(0.5, now=3.5) == 0.0
+    assert clock.wrote(0.5, now=5.0) == pytest.approx(0.5)
+    assert (clock.underruns, clock.underrun_seconds) == (2, pytest.approx(2.5))  # every silence, summed
 
 
 writes = st.lists(st.tuples(st.floats(0.0, 5.0), st.floats(0.01, 3.0)), min_size=1, max_size=40)

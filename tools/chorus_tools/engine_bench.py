@@ -16,7 +16,7 @@ from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
 from wyoming_chorus.engine.scheduler import ScheduledEntry
 from wyoming_chorus.engine.sequence import SamplingParams, Sequence
 from wyoming_chorus.engine.streaming_codec import StreamingCodecDecoder
-from wyoming_chorus.modeldir.manifest import ModelDir
+from wyoming_chorus.modeldir.manifest import INT8_CODEC_XML, ModelDir
 
 
 def start_batch(model: ModelDir, runner: PagedRunner, batch: int, context: int, frame_cap: int,
@@ -80,7 +80,9 @@ def bench_batch(model: ModelDir, runner: PagedRunner, batch: int, context: int, 
 def bench_codec(directory: Path, frames: int, precision: str) -> float:
     """Milliseconds of decoder compute per second of audio, streamed as the engine streams it (one decoder block
     at a time)."""
-    decoder = StreamingCodecDecoder(directory / "codec_decoder.xml", precision)
+    int8 = precision == "int8"  # the INT8 graph (engine/codec_precision.py), its other ops in the default
+    decoder = StreamingCodecDecoder(directory / (INT8_CODEC_XML if int8 else "codec_decoder.xml"),
+                                    "" if int8 else precision)
     codes = np.random.default_rng(0).integers(0, 2048, (frames, 16), dtype=np.int64)
     decoder.push(decoder.new_stream(), codes[:4])  # warm-up
 

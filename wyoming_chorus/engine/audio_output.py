@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from wyoming_chorus.engine.codec_load import CodecLoad
 from wyoming_chorus.engine.codec_precision import choose_codec_decoder
 from wyoming_chorus.engine.pacing import HeldBack, Pacing, nobody_held
 from wyoming_chorus.engine.sequence import FinishReason
@@ -59,15 +61,19 @@ class CodecWorker:
     the error from the fail() that follows. Without it, the sink is failed directly."""
 
     def __init__(self, model: ModelDir, codec_precision: str = "auto", inference_precision: str = "",
-                 on_failure: Callable[[int, Exception], None] | None = None, pacing: Pacing | None = None):
+                 on_failure: Callable[[int, Exception], None] | None = None, pacing: Pacing | None = None,
+                 load: CodecLoad | None = None):
         """codec_precision, inference_precision: engine.codec_precision and engine.inference_precision. `pacing`:
         the engine's playback policy (engine/pacing.py), which says whose blocks wait while the engine makes frames
-        others wait for, and is told when a reply's first block is out; by default nobody waits."""
+        others wait for, and is told when a reply's first block is out; by default nobody waits. `load`: where this
+        thread publishes what it costs the rooms (the engine's capacity figure and first-chunk hold read it)."""
         self.choice = choose_codec_decoder(model / "codec_decoder.xml", model.manifest.codebook_size,
                                            codec_precision, inference_precision)
         self._decoder = self.choice.decoder
+        self._sample_rate = model.manifest.sample_rate
         self._on_failure = on_failure
         self._pacing = pacing or Pacing()
+        self.load = load or CodecLoad()
         self._jobs: Inbox[Job] = Inbox()  # closed at stop: a job put later is refused (False), its caller answers
         self._streams: dict[int, _Stream] = {}
         self._failed: set[int] = set()  # requests whose decoding failed: their frames still queued are dropped
@@ -148,6 +154,7 @@ class CodecWorker:
                 for kind, seq_id, sink, payload in jobs:
                     with self._ending_on_failure(seq_id, sink):
                         self._handle(kind, seq_id, sink, payload)
+                self._publish_rooms()
             held = self._pacing.held_back_now() if not stopping else nobody_held
             ready = self._next_ready(held)
             holding = False
@@ -167,6 +174,7 @@ class CodecWorker:
             # before the rest of a read-out's backlog instead of waiting for it.
             with self._ending_on_failure(seq_id, sink):
                 self._decode_block(seq_id, stream, sink)
+            self._publish_rooms()
 
     def _take_jobs(self, wait: bool, timeout: float | None = None) -> list[Job]:
         first = self._jobs.get(timeout) if wait else None
@@ -193,11 +201,20 @@ class CodecWorker:
             self._pacing.stream_ended(seq_id)
             sink.finish()
             return
+        started = time.perf_counter()
         frames = min(self._decoder.block_frames, len(stream.pending))
         pcm = self._decoder.push(stream.state, np.stack(stream.pending[:frames]))
         del stream.pending[:frames]
         sink.put(pcm16(pcm))
+        if frames == self._decoder.block_frames:
+            self.load.block_done(time.perf_counter() - started, len(pcm) / self._sample_rate)
         self._pacing.block_out(seq_id)
+
+    def _publish_rooms(self) -> None:
+        """The listeners whose audio this thread still owes (those of the engine's requests may have all their frames
+        made already), for the capacity warning's count of rooms."""
+        self.load.rooms = frozenset(id(s.sink.clock) for s in self._streams.values()
+                                    if s.sink is not None and s.sink.clock is not None)
 
     @contextlib.contextmanager
     def _ending_on_failure(self, seq_id: int, sink: Handle) -> Iterator[None]:

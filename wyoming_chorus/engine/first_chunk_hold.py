@@ -10,13 +10,22 @@ goes out at once (playback_clock.PlaybackClock.release_at), since a shorter wait
 reply to before it, and the first sound is what a household feels most.
 
 The rate is that of a request that takes every step of a batch of all running requests (the measured StepCost): the
-cautious one, since under the playback policy a reply with no audio out yet always takes its step. The length is the
-reply's expected audio from its text so far (SECONDS_PER_CHARACTER), or without it its sentence's (`expected_frames`).
+cautious one, since under the playback policy a reply with no audio out yet always takes its step. Its audio must also
+come through the codec thread, which decodes one room's block at a time (engine/codec_load.py): once the codec has a
+figure, a reply among N rooms it decodes for gets at most 1 / (N x its seconds per audio second), and the rate is the
+lower of the two. Where the codec is the slower part (f32 on AVX2: ~0.45 s per audio second, so three rooms get 0.74
+s of audio a second each) a hold from the steps alone would be 0 and the reply would gap. N counts every room the
+codec still owes audio, not only the batch's: with a slow codec a reply's frames are all made long before it has been
+heard, and its room takes the codec's time until then. Also cautious: while a reply's first chunk is held the codec
+serves its blocks first (no audio out yet), so it gets more than its share then.
+The length is the reply's expected audio from its text so far (SECONDS_PER_CHARACTER), or without it its sentence's
+(`expected_frames`).
 """
 from __future__ import annotations
 
 import math
 
+from .codec_load import CodecLoad
 from .sequence import Sequence
 from .step_cost import StepCost
 
@@ -45,24 +54,34 @@ def hold_seconds(rest: float, made: float, rate: float | None) -> float:
 
 
 class FirstChunkHold:
-    def __init__(self, cost: StepCost, frame_seconds: float, max_first_audio_seconds: float):
+    def __init__(self, cost: StepCost, frame_seconds: float, max_first_audio_seconds: float,
+                 codec: CodecLoad | None = None):
         """`max_first_audio_seconds`: the latest a hold may put a reply's first chunk, after the reply began (0: no
-        hold)."""
+        hold). `codec`: what the codec thread measures of itself (None: the steps' rate alone)."""
         self.cost = cost
         self.frame_seconds = frame_seconds
         self.max_first_audio_seconds = max_first_audio_seconds
+        self.codec = codec or CodecLoad()
 
-    def rate(self, batch: int) -> float | None:
-        """Seconds of audio per second for a request that takes every step of `batch`; None before any step."""
+    def rate(self, batch: int, codec_rooms: int | None = None) -> float | None:
+        """Seconds of audio per second for a request that takes every step of `batch` and shares the codec with
+        `codec_rooms` rooms in all (None: the batch's); None before any step."""
         step = self.cost.predict(batch)
-        return None if step is None or step <= 0 else self.frame_seconds / step
+        if step is None or step <= 0:
+            return None
+        steps_rate = self.frame_seconds / step
+        codec_rate = self.codec.rate_per_room(batch if codec_rooms is None else codec_rooms)
+        return steps_rate if codec_rate is None else min(steps_rate, codec_rate)
 
     def plan(self, running: list[Sequence]) -> None:
         """Before each step: the hold of every reply whose first chunk has not reached its writer yet (its first
         sentence only; a deferred one is made ahead of need and comes after)."""
         if self.max_first_audio_seconds <= 0:
             return
-        rate = self.rate(len(running))
+        # The rooms sharing the codec: the batch's (one without a listener counts too: cautious) and those whose
+        # frames are all made but whose audio the codec still owes.
+        listeners = {id(seq.clock) for seq in running if seq.clock is not None}
+        rate = self.rate(len(running), max(len(running), len(listeners | self.codec.rooms)))
         for seq in running:
             clock = seq.clock
             if clock is None or seq.deferred or clock.first_ready is not None or clock.written > 0:

@@ -25,6 +25,7 @@ from functools import partial
 from wyoming_chorus.config import SchedulerSettings
 from wyoming_chorus.playback_clock import PlaybackClock
 
+from .codec_load import CodecLoad
 from .first_audio_hold import FirstAudioHold, FirstBlocksOut
 from .first_chunk_hold import FirstChunkHold
 from .playback_policy import PlaybackLimits, PlaybackPolicy, short_and_whole
@@ -126,10 +127,12 @@ class PlaybackPacing(Pacing):
         self.first_blocks.ended(seq_id)
 
 
-def pacing_for(scheduling: SchedulerSettings, cost: StepCost, frame_seconds: float, block_frames: int) -> Pacing:
-    """The pacing scheduler.* asks for."""
+def pacing_for(scheduling: SchedulerSettings, cost: StepCost, frame_seconds: float, block_frames: int,
+               codec: CodecLoad | None = None) -> Pacing:
+    """The pacing scheduler.* asks for. `codec`: what the codec thread measures of itself (the first-chunk hold
+    plans with its cost too)."""
     if scheduling.policy != "playback":
         return Pacing()
     limits = PlaybackLimits(scheduling.head_start_seconds, scheduling.min_slack_seconds, scheduling.max_slack_seconds)
     return PlaybackPacing(PlaybackPolicy(limits, cost, frame_seconds), block_frames,
-                          FirstChunkHold(cost, frame_seconds, scheduling.max_first_audio_seconds))
+                          FirstChunkHold(cost, frame_seconds, scheduling.max_first_audio_seconds, codec))

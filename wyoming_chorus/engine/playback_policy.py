@@ -7,7 +7,8 @@ in this order, while the step's cost allows:
 
 1. *first*: no audio out yet (its first chunk not yet at the writer, or held there: engine/first_chunk_hold.py);
    with `head_start_seconds` > 0, also a reply silent that long (it starts over, so none starves);
-2. *head start*: a short reply (at most SHORT_REPLY_SECONDS left to make, by its text) heard with no gap so far,
+2. *head start*: a short reply (at most SHORT_REPLY_SECONDS left to make, by its text) heard with no gap so far
+   (SHORT_REPLY_GAP_TOLERANCE_SECONDS of silence forgiven),
    or with `head_start_seconds` > 0 one with less than that written; the least audio written first;
 3. *low slack*: less than `min_slack_seconds` of audio left to play, the reply with the least audio delivered first;
 4. the rest, least slack first. One with more than `max_slack_seconds` left skips the step (keeping its blocks and
@@ -43,14 +44,20 @@ TIERS = (FIRST, HEAD_START, LOW_SLACK, SLACK, FULL)
 # A reply whose text leaves at most this much audio to make, heard with no gap so far, has a head start: an
 # announcement (5-15 words) is, an assistant's reply or a read-out is not until its last seconds.
 SHORT_REPLY_SECONDS = 8.0
+# The silence a short reply may have had and keep its head start. A gap of a few tens of milliseconds (one step that
+# came late, a stall of the cores) is not what loses a reply: a satellite's own buffer of 0.1 s or more covers most of
+# it, and taking the reply's head start away for it turns that hiccup into seconds of gaps. Past this it has
+# audibly broken up, and (too many short ones at once) it gives the step back.
+SHORT_REPLY_GAP_TOLERANCE_SECONDS = 0.1
 
 
 def short_and_whole(clock: PlaybackClock) -> bool:
-    """A short reply (by its text) whose listener has heard no gap yet: past the box's capacity, running it first is
-    what keeps it whole. One that gaps anyway (too many short ones at once) loses its head start at its first gap,
-    so the head starts never keep the box below its full batch for long."""
+    """A short reply (by its text) whose listener has heard no gap yet, or one within the tolerance: past the box's
+    capacity, running it first is what keeps it whole. One that gaps anyway (too many short ones at once) loses its
+    head start once its gaps pass the tolerance, so the head starts never keep the box below its full batch for long."""
     expected = clock.expected_seconds(SECONDS_PER_CHARACTER)
-    return clock.underruns == 0 and expected is not None and expected - clock.written <= SHORT_REPLY_SECONDS
+    return (clock.underrun_seconds <= SHORT_REPLY_GAP_TOLERANCE_SECONDS and expected is not None
+            and expected - clock.written <= SHORT_REPLY_SECONDS)
 
 
 @dataclass(frozen=True)
@@ -128,6 +135,12 @@ class PlaybackPolicy:
         return clock is not None and (clock.written < self.limits.head_start_seconds or short_and_whole(clock))
 
     def _real_time(self, batch: int) -> bool:
+        # The language models' step alone, not the codec's share (CodecLoad), unlike the first-chunk hold's rate: the
+        # cut trades steps, and a request that sits a step out still holds its place at the codec (its frames made
+        # already are still owed audio), so cutting the batch does not make the codec faster for anyone. Where the
+        # codec is the slower part it already serves the listeners in need first (no audio yet, then least slack:
+        # engine/audio_output.py); a cut from its cost would only take steps from replies the engine can still make
+        # in time, their frames then late at the codec too.
         cost = self.cost.predict(batch)
         return cost is None or cost <= self.frame_seconds
 

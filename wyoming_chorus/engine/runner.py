@@ -7,9 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import openvino  # noqa: F401  (loads libopenvino before the extension that links against it)
-
-from wyoming_chorus import _native
 from wyoming_chorus.cpu import cpu_facts
 from wyoming_chorus.engine.device import check_device
 from wyoming_chorus.engine.scheduler import ScheduledEntry
@@ -17,6 +14,7 @@ from wyoming_chorus.engine.sequence import StepOutput
 from wyoming_chorus.engine.step_batch import StepBatch
 from wyoming_chorus.lm_precision import ActivationGroups, activation_groups
 from wyoming_chorus.modeldir.manifest import ModelDir
+from wyoming_chorus.native_module import _native
 
 
 @dataclass(frozen=True)

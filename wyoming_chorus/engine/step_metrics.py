@@ -3,15 +3,19 @@
 Read from what the step did (its StepReport) and the stats it published; steps taken before start (the warm-up's, a
 benchmark's) count in none of them.
 
-The capacity ("this box holds N rooms in real time now", chorus_realtime_rooms) is what the rooms hear: a room gets
-one frame per step it runs in, so it is in real time while a step comes round within one frame's duration. What
-comes round is the engine loop's whole period from one step to the next, not the step's own seconds: the host's work
-between steps, the waits for a first block at the codec, and the other threads on the same cores all delay the next
-frame as much as the runner does. And it is the typical period, not the last one: a room holds seconds of audio, so
-one stalled step (another process took the cores) does not make it fall behind, while a box that is slow at every
-step does. Batch sizes the loop has run lately are taken as measured (the median of their recent periods); others
-from the step-cost model, scaled as the loop's periods exceed its steps where it ran. The warning waits for a few
-measured periods: a first guess from the warm-up alone is not what the rooms hear.
+The capacity ("this box holds N rooms in real time now", chorus_realtime_rooms) is what the rooms hear. A room needs
+two things at once: the engine loop must give it a frame per frame's duration, and the codec thread must turn its
+frames into audio at least as fast as they play (engine/codec_load.py); the box holds the rooms both hold. The
+loop's part: a room gets one frame per step it runs in, so it is in real time while a step comes round within one
+frame's duration. What comes round is the engine loop's whole period from one step to the next, not the step's own
+seconds: the host's work between steps, the waits for a first block at the codec, and the other threads on the same
+cores (the codec's among them) all delay the next frame as much as the runner does. And it is the typical period,
+not the last one: a room holds seconds of audio, so one stalled step (another process took the cores) does not make
+it fall behind, while a box that is slow at every step does. Batch sizes the loop has run lately are taken as
+measured (the median of their recent periods); others from the step-cost model, scaled as the loop's periods exceed
+its steps where it ran. The warning waits for a few measured periods: a first guess from the warm-up alone is not
+what the rooms hear. It counts a room as wanting audio while the engine makes its frames or the codec still owes it
+audio: with a fast loop and a slow codec the frames are all made long before the room has heard them.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from collections.abc import Callable, Collection
 
 from wyoming_chorus.metrics import Metrics
 
+from .codec_load import CodecLoad, rooms_in_real_time
 from .playback_policy import FIRST, TIERS
 from .scheduler import ScheduledEntry
 from .sequence import Sequence
@@ -91,13 +96,15 @@ class LoopPeriods:
 
 class StepMetrics:
     def __init__(self, metrics: Metrics, cost: StepCost, frame_seconds: float, max_batch: int,
-                 clock: Callable[[], float] = time.monotonic):
+                 codec: CodecLoad | None = None, clock: Callable[[], float] = time.monotonic):
+        """`codec`: what the codec thread measures of itself (None: the loop's capacity alone)."""
         self.metrics = metrics
         self._cost = cost
         self._frame_seconds = frame_seconds
         self._max_batch = max_batch
         self._clock = clock
         self._periods = LoopPeriods()
+        self._codec = codec or CodecLoad()
         self._rows_reused_counted = 0
         self._over_capacity = False  # whether the log has said that more rooms want audio than the box holds
         self._capacity_at = float("-inf")  # when the capacity was last worked out
@@ -130,6 +137,8 @@ class StepMetrics:
         if now - self._capacity_at < _CAPACITY_EVERY_SECONDS:
             return
         self._capacity_at = now
+        if (codec_cost := self._codec.seconds_per_audio_second) is not None:
+            m.codec_seconds_per_audio_second.set(codec_cost)
         held = self.rooms_in_real_time()
         if held is not None:
             m.realtime_rooms.set(held)
@@ -138,17 +147,18 @@ class StepMetrics:
 
     def rooms_in_real_time(self) -> int | None:
         """How many rooms this box holds in real time now (chorus_realtime_rooms); None before any step."""
-        return self._periods.rooms_in_real_time(self._cost, self._frame_seconds, self._max_batch)
+        return rooms_in_real_time(self._periods.rooms_in_real_time(self._cost, self._frame_seconds, self._max_batch),
+                                  self._codec.rooms_held(self._max_batch))
 
     def _say_when_over_capacity(self, held: int, requests: Collection[Sequence]) -> None:
-        """Once per busy spell (until the engine is empty again): more rooms want audio than the box can hold in
+        """Once per busy spell (until no room wants audio again): more rooms want audio than the box can hold in
         real time now, so the replies with the most audio delivered will pause."""
-        rooms = len({id(seq.clock) for seq in requests if seq.clock is not None})
+        rooms = len({id(seq.clock) for seq in requests if seq.clock is not None} | self._codec.rooms)
         if rooms > held and not self._over_capacity:
             _LOG.warning("%d rooms want audio at once and this box holds %d in real time now: the replies with the "
                          "most audio delivered may pause", rooms, held)
             self._over_capacity = True
-        elif not requests:
+        elif not requests and not self._codec.rooms:
             self._over_capacity = False
 
 

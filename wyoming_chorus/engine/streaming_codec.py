@@ -19,10 +19,12 @@ import os
 import numpy as np
 import openvino as ov
 
+from wyoming_chorus.modeldir.manifest import CODEC_BLOCK_FRAMES
+
 SAMPLES_PER_FRAME = 1920
 # Frames per decoder block: a reply's first audio needs this many (or its end); the playback policy's first-audio hold
 # counts on it (engine/pacing.py).
-BLOCK_FRAMES = 4
+BLOCK_FRAMES = CODEC_BLOCK_FRAMES
 _PADDING_CODE = -1
 
 

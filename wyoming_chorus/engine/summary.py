@@ -25,7 +25,8 @@ def summary(model: ModelDir, runner: PagedRunner, codec: CodecChoice, settings: 
     # A typical reply: the prompt (~30 rows) and 10 s of speech at 12.5 frames per second.
     per_room = -(-(30 + 125) // block)
     return [
-        f"model {manifest.name} ({manifest.model_type}, {manifest.weights} weights) from {model.path}{random_note}",
+        f"model {manifest.name} ({manifest.model_type}, {manifest.weights_label} weights) from {model.path}"
+        f"{random_note}",
         f"device {device}, KV cache {runner.kv_precision}: {blocks} blocks of {block} tokens "
         f"({blocks * block} tokens, {blocks * runner.bytes_per_block / 2**20:.0f} MiB), "
         f"room for {blocks // per_room} replies of 10 s at once ({settings.max_batch} run in one batch)",

@@ -23,6 +23,7 @@ from typing import TextIO
 
 from wyoming_chorus.export.build import write_model_dir
 from wyoming_chorus.export.checkpoint import load_tensors, read_json
+from wyoming_chorus.export.default_weights import AUTO_COST
 from wyoming_chorus.export.presets import talker_shapes
 from wyoming_chorus.export.tokenizer import tokenizer_from_files
 from wyoming_chorus.graphs.speaker_encoder import speaker_encoder_shapes
@@ -114,7 +115,8 @@ def _write(checkpoint: Path, codec_dir: Path, out: Path, weights: str, name: str
         raise ExportError(str(error)) from None
     if compress is not None:
         progress.stage(f"compressing weights to {weights}" if weights != "auto" else
-                       "compressing weights: INT4 where this checkpoint's check allows, INT8 elsewhere")
+                       f"compressing weights: INT4 where this checkpoint's check allows, INT8 elsewhere (the check "
+                       f"{AUTO_COST})")
         try:
             compress(out, weights)
         except (RuntimeError, ValueError) as error:

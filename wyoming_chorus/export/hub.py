@@ -2,7 +2,9 @@
 
     DATA_DIR/downloads/<owner>--<name>/         the checkpoint while it downloads (resumed after an interruption);
                                                 removed once exported, since the server reads only the export
-    DATA_DIR/models/<owner>--<name>-<weights>/  the model directory, renamed into place when complete
+    DATA_DIR/models/<owner>--<name>-<weights>/  the model directory, renamed into place when complete; <weights>
+                                                is the mode asked for (default_weights.py: auto, whose chorus.json
+                                                says which graphs the check kept at INT4)
 
 A model that has an export is served from it without importing huggingface_hub, so later starts never touch the
 network. First starts of the same model are serialised by a lock file (the second waits, then finds the export), so
@@ -12,7 +14,6 @@ The hub is huggingface_hub's: HF_ENDPOINT selects a mirror, HF_TOKEN a login.
 from __future__ import annotations
 
 import fcntl
-import importlib.util
 import json
 import logging
 import os
@@ -23,8 +24,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from wyoming_chorus.cpu import cpu_facts
 from wyoming_chorus.errors import SetupError
+from wyoming_chorus.export.default_weights import default_weights
 
 _LOG = logging.getLogger(__name__)
 
@@ -53,32 +54,13 @@ def data_root() -> Path:
     return Path(base) / "wyoming-chorus"
 
 
-def preferred_weights(isa: str | None = None) -> tuple[str, str]:
-    """The weight mode to export with on this CPU (`isa`: its most telling flag, default this machine's), and why.
-
-    Measured at 0.6B dims (docs/performance.md; wyoming_chorus/lm_precision.py for the precision they run at):
-    - Without AMX (AVX2, AVX-512): INT8 runs the talker 1.7x faster than f16 (22 vs 39 ms per step at batch 1, the
-      whole frame 89 vs 154 ms) and is 41% smaller, for a talker logit error of 3.5% against f32 (f16 with bf16
-      arithmetic: 1.0%). INT4 is faster still but moves the logits by 40%: not acceptable unchecked.
-    - With AMX, INT8 computed in f32 (the engine's choice for compressed weights there) makes a frame in 68-72 ms
-      at batch 1 against f16's 130 (1.8x) and as many frames at batch 16 (85 vs 88 per second); before that
-      precision was found, f16 was the choice there (it alone reaches the AMX tiles, but unpacking INT8 into bf16
-      cost more than the tiles saved).
-    """
-    if importlib.util.find_spec("nncf") is not None:
-        on = "on this AMX CPU, computed in f32, " if (isa or cpu_facts().isa) == "amx_bf16" else ""
-        return "int8", (f"NNCF is installed; INT8 weights run {on}a room 1.7-1.8x faster than f16 for a 3.5% "
-                        "logit error")
-    return "f16", "NNCF is not installed (pip install 'wyoming-chorus[compress]' for faster INT8 weights)"
-
-
 def hub_model(repo_id: str, data_dir: Path | str | None = None, log=sys.stderr) -> Path:
     """The model directory of hub repository `repo_id`, downloaded and exported into `data_dir` if not there yet.
 
     Raises SetupError with one line naming the problem and the fix. `log` receives the export's progress."""
     models = Path(data_dir or data_root()).expanduser() / "models"
     key = repo_id.replace("/", "--")
-    weights, why = preferred_weights()
+    weights, why = default_weights()
     found = _exported(models, key, weights)
     if found is not None:
         return found

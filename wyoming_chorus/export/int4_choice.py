@@ -8,7 +8,9 @@ weights, which only the user has; so it is judged here, at export:
 2. it speaks another sentence per language (held out), and the INT4 and the INT8 talker and code predictor replay
    those inputs, compiled as the server will compile them (wyoming_chorus/lm_precision.py);
 3. each graph keeps INT4 if its code agreement and TVD against the float model are within `Threshold`
-   (weight_check.py says why there), INT8 otherwise; chorus.json "weights_check" records every figure.
+   (weight_check.py says why there), INT8 otherwise; chorus.json "weights_check" records every figure;
+4. the codec decoder gains an INT8 twin calibrated on step 1's codes (codec_int8.py), which the server measures
+   against f32 at start-up and serves only within engine.codec_precision's bound.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from wyoming_chorus.cpu import cpu_facts
 from wyoming_chorus.export import compress
+from wyoming_chorus.export.codec_int8 import write_int8_codec
 from wyoming_chorus.export.served_sampling import ServedSampling
 from wyoming_chorus.export.utterances import calibration_inputs, replay, speak
 from wyoming_chorus.export.weight_check import Distance, Threshold, predictor_distance, talker_distance
@@ -96,6 +99,8 @@ def compress_checked(model_dir: Path, threshold: Threshold | None = None, plan: 
         chosen = {graph: "int4" if distances[graph]["int4"].within(threshold) else "int8" for graph in CHECKED}
         compress.commit_graphs(model_dir, {graph: staged[(graph, mode)]
                                            for graph, mode in [*chosen.items(), ("text", "int8")]})
+        on_stage("the codec decoder's convolutions to INT8, calibrated on the calibration sentences' codes")
+        write_int8_codec(model_dir, [spoken.codes for spoken in calibration])
     finally:
         compress.remove_staged(staged.values())
     check = {
@@ -113,9 +118,10 @@ def compress_checked(model_dir: Path, threshold: Threshold | None = None, plan: 
 
 
 def verdict_line(graph: str, chosen: str, distances: dict[str, Distance], threshold: Threshold) -> str:
-    """'talker: INT4 kept: code agreement 97.1%, TVD 0.031 (threshold >= 90.0%, <= 0.050; INT8 99.0%, 0.012)'."""
+    """'checking INT4 on this checkpoint: talker: code agreement 97.1%, TVD 0.031 -> INT4 (threshold >= 90.0%,
+    <= 0.050; INT8 99.0%, 0.012; 320 decisions)', or '-> INT8, INT4 missed the threshold (>= 90.0%, ...'."""
     int4, int8 = distances["int4"], distances["int8"]
-    verdict = "INT4 kept" if chosen == "int4" else "INT8, INT4 missed the threshold"
-    return (f"{graph.replace('_', ' ')}: {verdict}: code agreement {int4.agreement:.1%}, TVD {int4.tvd:.3f} "
-            f"(threshold >= {threshold.min_agreement:.1%}, <= {threshold.max_tvd:.3f}; INT8 {int8.agreement:.1%}, "
-            f"{int8.tvd:.3f}; {int4.decisions} decisions)")
+    verdict = "INT4 (threshold " if chosen == "int4" else "INT8, INT4 missed the threshold ("
+    return (f"checking INT4 on this checkpoint: {graph.replace('_', ' ')}: code agreement {int4.agreement:.1%}, "
+            f"TVD {int4.tvd:.3f} -> {verdict}>= {threshold.min_agreement:.1%}, <= {threshold.max_tvd:.3f}; "
+            f"INT8 {int8.agreement:.1%}, {int8.tvd:.3f}; {int4.decisions} decisions)")

@@ -20,6 +20,12 @@ from wyoming_chorus.errors import SetupError
 
 # The layout version that build.write_manifest writes and this reader understands.
 FORMAT = 1
+# The codec decoder's INT8 twin, beside codec_decoder.xml when the export made one (export/codec_int8.py); the server
+# serves it only where its audio is within the bound (engine/codec_precision.py).
+INT8_CODEC_XML = "codec_decoder_int8.xml"
+# Frames per codec decoder block as the server streams them (engine/streaming_codec.py); the export calibrates the
+# INT8 twin on blocks of the same shape.
+CODEC_BLOCK_FRAMES = 4
 # Sampling defaults, where a checkpoint's generation_config.json says nothing (the reference's own defaults).
 GENERATION_DEFAULTS = {"temperature": 0.9, "top_k": 50, "top_p": 1.0, "repetition_penalty": 1.05,
                        "subtalker_temperature": 0.9, "subtalker_top_k": 50, "subtalker_top_p": 1.0,
@@ -75,6 +81,16 @@ class Manifest:
     @property
     def min_new_tokens(self) -> int:
         return int(self.generation["min_new_tokens"])
+
+    @property
+    def weights_label(self) -> str:
+        """The weights in words: "int8", or per graph where an export with weights "auto" mixed them ("talker int4,
+        code predictor int8"), since `weights` then says "int4" for a model whose predictor is INT8."""
+        graphs = (self.weights_check or {}).get("graphs", {})
+        formats = {graph.replace("_", " "): figures.get("weights") for graph, figures in graphs.items()}
+        if len(set(formats.values())) < 2:
+            return self.weights
+        return ", ".join(f"{graph} {chosen}" for graph, chosen in formats.items())
 
 
 class ModelDir:

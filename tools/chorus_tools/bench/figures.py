@@ -41,7 +41,7 @@ def machine(directory: Path, kv: str, inference_hint: str = "") -> dict:
         "isa_flags": sorted(flags & {"avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8"}),
         "cpu": name.group(1).strip() if name else "unknown", "cores": os.cpu_count(),
         "model": f"{manifest.name} ({manifest.model_type})", "model_dir": str(directory),
-        "random_weights": manifest.random_weights, "weights": manifest.weights, "kv_precision": kv,
+        "random_weights": manifest.random_weights, "weights": manifest.weights_label, "kv_precision": kv,
         "inference_precision": inference, "openvino": openvino.get_version(),
         "isa_limit": os.environ.get("ONEDNN_MAX_CPU_ISA", ""),
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -54,7 +54,7 @@ def ratio(a, b):
 
 def _gap_rows(phases: dict, heard: dict[str, dict[str, dict]]) -> list[tuple]:
     """Issue 40's targets, from what the Home Assistant 2026.11 listener model heard (chorus_tools/bench/household.py):
-    rows of (measure, value, op, goal, unit, why it was not judged)."""
+    rows of (measure, value, op, goal, unit, why it was not judged, issue)."""
     play, fcfs = heard.get("playback", {}), heard.get("fcfs", {})
     one = play.get("one room", {})
     readers = phases.get("continuous", {}).get("contention", {}).get("readers", 7)
@@ -68,17 +68,17 @@ def _gap_rows(phases: dict, heard: dict[str, dict[str, dict]]) -> list[tuple]:
     one_rtf = next((r.get("rtf_p50") for r in phases.get("continuous", {}).get("sweep", []) if r["rooms"] == 1), None)
     return [
         ("first sound, one room, through Home Assistant 2026.11's conversion (p50)",
-         one.get("first_sound_p50_s"), "<=", 0.6, "s", None),
+         one.get("first_sound_p50_s"), "<=", 0.6, "s", None, 40),
         ("underrun seconds per reply, one room alone", one.get("underrun_s_per_request"), "<=", 0.0, "s",
-         f"one room's RTF {one_rtf:.2f} >= 1" if one_rtf is not None and one_rtf >= 1 else None),
+         f"one room's RTF {one_rtf:.2f} >= 1" if one_rtf is not None and one_rtf >= 1 else None, 40),
         (f"replies held with zero underruns, playback vs FCFS ({', '.join(bursts) or 'no common scenario'}: "
          f"{held_play} vs {held_fcfs})", ratio(held_play, held_fcfs), ">=", 1.5, "x",
-         "FCFS held none" if held_fcfs == 0 and held_play else None),
+         "FCFS held none" if held_fcfs == 0 and held_play else None, 40),
         (f"announcement's underrun seconds per reply while {readers} rooms read / play (the worse)",
          max((b["underrun_s_per_request"] for b in busy if b.get("underrun_s_per_request") is not None),
-             default=None), "<=", 0.0, "s", None),
+             default=None), "<=", 0.0, "s", None, 40),
         (f"aggregate audio per second, playback vs FCFS, burst of {most} rooms", ratio(*at_most), ">=", 0.9, "x",
-         None),
+         None, 40),
     ]
 
 
@@ -97,9 +97,9 @@ def targets(phases: dict, engine: dict, kv: dict, heard: dict[str, dict[str, dic
         ("p95 time to first audio, 8 rooms vs 1 room (mixed burst, continuous)",
          ratio(sweep.get(8, {}).get("ttfa_p95_s"), sweep.get(1, {}).get("ttfa_p95_s")), "<=", 2.0, "x", None),
         (f"announcement's time to first audio while {c.get('readers', 7)} rooms read long texts vs alone (medians)",
-         ratio(c.get("busy_median_s"), c.get("alone_median_s")), "<=", 1.3, "x", None),
+         ratio(c.get("busy_median_s"), c.get("alone_median_s")), "<=", 1.3, "x", None, 40),
         (f"the same, first audio, while {c.get('readers', 7)} rooms play theirs (each 5 s into its reply)",
-         ratio(c.get("playing_median_s"), c.get("alone_median_s")), "<=", 1.3, "x", None),
+         ratio(c.get("playing_median_s"), c.get("alone_median_s")), "<=", 1.3, "x", None, 40),
         *_gap_rows(phases, heard or {}),
         ("rooms held at the server's KV pool, paged vs 1024-token buckets",
          ratio(pool.get("paged"), pool.get("bucket 1024")), ">=", 2.5, "x", None),
@@ -108,13 +108,13 @@ def targets(phases: dict, engine: dict, kv: dict, heard: dict[str, dict[str, dic
          at16["host_share"] if at16 else None, "<=", 0.05, "%", None),
     ]
     out = []
-    for name, value, op, goal, unit, not_judged in rows:
+    for name, value, op, goal, unit, not_judged, *issue in rows:
         met = None if value is None or not_judged else (value <= goal if op == "<=" else value >= goal)
         if value is None and not_judged == "FCFS held none":
             met = True  # the playback server held some, FCFS none: any ratio
         goal_text = {"%": f"{op} {goal:.0%}", "s": f"{op} {goal:g} s" if goal else "0 s"}.get(unit, f"{op} {goal:g}x")
         out.append({"measure": name, "value": value, "target": goal_text, "unit": unit, "met": met,
-                    "note": not_judged})
+                    "note": not_judged, "issue": issue[0] if issue else None})
     return out
 
 
@@ -122,13 +122,12 @@ def realtime_rooms(sweep: list[dict], scenarios: list[Scenario]) -> int:
     """The largest N of the mixed burst at which every request's RTF was below 1 (cut read-outs: over the part they
     ran) with no error: every room heard its reply at least as fast as it plays."""
     best = 0
-    by_name = {s.name: s for s in scenarios}
     for r in sweep:
-        scenario = by_name.get(f"continuous burst {r['rooms']}")
-        if scenario is None or r["errors"]:
+        outcomes = [o for s in scenarios if s.name == f"continuous burst {r['rooms']}" for o in s.outcomes]  # rounds
+        if not outcomes or r["errors"]:
             continue
-        rtfs = [o.rtf for o in scenario.outcomes if o.rtf is not None]
-        if rtfs and len(rtfs) == len(scenario.outcomes) and max(rtfs) < 1:
+        rtfs = [o.rtf for o in outcomes if o.rtf is not None]
+        if rtfs and len(rtfs) == len(outcomes) and max(rtfs) < 1:
             best = max(best, r["rooms"])
     return best
 

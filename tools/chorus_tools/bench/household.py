@@ -1,37 +1,46 @@
-"""What households hear, per scenario, with the playback policy and with FCFS in the same run: the Home Assistant
-2026.11 listener model (chorus_tools/bench/listener.py) over every reply of the run. The report's table, report.json's
-"household" section and the targets about gaps all come from here."""
+"""What households hear, per scenario, with the playback policy and with FCFS alternated in one sitting: the Home
+Assistant 2026.11 listener model (chorus_tools/bench/listener.py) over every reply of the run. The report's table,
+report.json's "household" section and the targets about gaps all come from here."""
 from __future__ import annotations
 
 from chorus_tools.bench.figures import fmt
-from chorus_tools.bench.summary import summarise
+from chorus_tools.bench.summary import pooled, summarise
 from chorus_tools.bench.workloads import Outcome, Scenario
 
 POLICIES = {"continuous": "playback", "fcfs": "fcfs"}  # the two continuous-batching servers of a run
 
 
-def scenario_groups(phase: dict) -> dict[str, list[Outcome]]:
-    """The replies of each scenario a server ran, by a household's name for it: one room, a burst of N rooms,
-    Poisson arrivals, and the announcement (alone, under readers just started, under readers playing) with its
-    readers apart."""
-    groups: dict[str, list[Outcome]] = {}
-    for scenario in phase.get("scenarios", []):
-        name = scenario.name
-        if name.endswith(" poisson"):
-            groups["Poisson arrivals"] = scenario.outcomes
-        elif " burst " in name:
-            rooms = int(name.rsplit(" ", 1)[1])
-            groups["one room" if rooms == 1 else f"burst of {rooms} rooms"] = scenario.outcomes
-        elif name == "contention":
-            readers = scenario.extra.get("readers", "")
-            for label, kind in (("announcement alone", "announce (alone)"),
-                                (f"announcement, {readers} rooms reading", f"announce ({readers} reading)"),
-                                (f"announcement, {readers} rooms playing", f"announce ({readers} playing)"),
-                                (f"the {readers} readers (cut)", "readout")):
-                chosen = [o for o in scenario.outcomes if o.kind == kind]
-                if chosen:
-                    groups[label] = chosen
+def _labelled(scenario: Scenario) -> list[tuple[str, list[Outcome]]]:
+    """The replies of one scenario run by a household's name for them: one room, a burst of N rooms, Poisson arrivals,
+    and the announcement (alone, under readers just started, under readers playing) with its readers apart."""
+    name = scenario.name
+    if name.endswith(" poisson"):
+        return [("Poisson arrivals", scenario.outcomes)]
+    if " burst " in name:
+        rooms = int(name.rsplit(" ", 1)[1])
+        return [("one room" if rooms == 1 else f"burst of {rooms} rooms", scenario.outcomes)]
+    if name != "contention":
+        return []
+    readers = scenario.extra.get("readers", "")
+    groups = []
+    for label, kind in (("announcement alone", "announce (alone)"),
+                        (f"announcement, {readers} rooms reading", f"announce ({readers} reading)"),
+                        (f"announcement, {readers} rooms playing", f"announce ({readers} playing)"),
+                        (f"the {readers} readers (cut)", "readout")):
+        chosen = [o for o in scenario.outcomes if o.kind == kind]
+        if chosen:
+            groups.append((label, chosen))
     return groups
+
+
+def scenario_groups(phase: dict) -> dict[str, list[Outcome]]:
+    """The replies of each scenario a server ran, by a household's name for it, pooled over the rounds it ran
+    (chorus_tools/bench/summary.pooled)."""
+    rounds: dict[str, list[Scenario]] = {}
+    for scenario in phase.get("scenarios", []):
+        for label, outcomes in _labelled(scenario):
+            rounds.setdefault(label, []).append(Scenario(label, outcomes))
+    return {label: pooled(scenarios).outcomes for label, scenarios in rounds.items()}
 
 
 def household(phases: dict) -> dict[str, dict[str, dict]]:
@@ -75,7 +84,8 @@ def household_table(heard: dict[str, dict[str, dict]]) -> list[str]:
              "at 1x; every moment the server falls behind is a gap (an underrun), and a satellite that has heard "
              "nothing 2 s after the request gives up. *First sound* counts from the first text sent; *held*: replies "
              "heard with no gap and not given up on, of the replies without an error. Cut read-outs count over the "
-             f"part they ran. Each cell: {' · '.join(policies)}, same workload, same run.", "",
+             f"part they ran. Each cell: {' · '.join(policies)}, same workload, alternated A-B-A-B in one sitting "
+             "(chorus_tools/bench/alternate.py) and pooled over the rounds.", "",
              "| scenario | first sound p50 / p95 (s) | gave up (> 2 s) | underrun s per reply (mean / max) "
              "| held / replies | audio s per wall s |", "|---|---|---|---|---|---|"]
     columns = (lambda r: f"{fmt(r['first_sound_p50_s'])} / {fmt(r['first_sound_p95_s'])}",

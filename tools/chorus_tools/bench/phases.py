@@ -15,7 +15,6 @@ from chorus_tools.bench.workloads import (
     ClientSettings,
     Scenario,
     burst_specs,
-    contention,
     poisson_specs,
     run_specs,
     sample_metrics,
@@ -116,18 +115,15 @@ async def poisson(server: ServerProcess, plan: Plan, rate: float, client: Client
         f"{fmt(r['ttfa_p95_s'])} s, errors {r['errors']}, wall {scenario.wall_s:.0f} s")
 
 
-async def contend(server: ServerProcess, plan: Plan, client: ClientSettings, results: dict) -> None:
-    if not plan.probes:  # --probes 0: left out (its readers would run for nothing)
-        return
-    scenario = await measured(server, contention(server.port, plan.readers, plan.probes, BENCH_SEED,
-                                                 plan.readout_words, client))
-    results["scenarios"].append(scenario)
+def contention_figures(scenario: Scenario, plan: Plan) -> dict:
+    """The announcement-under-readers scenario's figures (its rounds pooled): first audio alone, under readers just
+    started, under readers playing; each probe's underrun seconds and whether it was heard with no gap."""
     announcements = [o for o in scenario.outcomes if o.kind.startswith("announce (")]
     probes = {"alone": [o for o in announcements if o.kind == "announce (alone)"],
               "busy": [o for o in announcements if o.kind.endswith(" reading)")],
               "playing": [o for o in announcements if o.kind.endswith(" playing)")]}
     readers = [o for o in scenario.outcomes if o.kind == "readout"]
-    c = results["contention"] = {
+    c = {
         "readers": plan.readers, "readers_heard": scenario.extra.get("readers_heard"),
         "readers_playing": scenario.extra.get("readers_playing"),
         "reader_errors": sum(o.error is not None for o in readers),
@@ -142,6 +138,7 @@ async def contend(server: ServerProcess, plan: Plan, client: ClientSettings, res
     log(f"  announcement alone: first audio {fmt(c['alone_median_s'])} s; with {plan.readers} reading: "
         f"{fmt(c['busy_median_s'])} s, underrun s {fmt(sum(c['busy_underrun_s']))}; with {plan.readers} playing: "
         f"{fmt(c['playing_median_s'])} s, underrun s {fmt(sum(c['playing_underrun_s']))}")
+    return c
 
 
 def capacity_rate(results: dict, plan: Plan) -> float:
@@ -176,25 +173,10 @@ async def server_phase(name: str, model: Path, overrides: dict, plan: Plan, scra
     return results
 
 
-async def run_servers(model: Path, plan: Plan, scratch: Path, client: ClientSettings) -> dict:
+async def baselines(model: Path, plan: Plan, scratch: Path, client: ClientSettings, rate: float) -> dict:
+    """The baselines, each its own server, one after the other: static batching, and one request at a time. `rate`:
+    the Poisson arrivals the playback server was offered."""
     phases = {}
-
-    async def continuous(server, results):
-        await sweep(server, plan, plan.rooms, client, results)
-        results["rate"] = capacity_rate(results, plan)
-        await poisson(server, plan, results["rate"], client, results)
-        await contend(server, plan, client, results)
-
-    phases["continuous"] = await server_phase("continuous", model, {}, plan, scratch, continuous)
-    rate = phases["continuous"].get("rate") or capacity_rate({}, plan)
-
-    async def fcfs(server, results):  # the same load, every running request in every step (issue 18's baseline)
-        await sweep(server, plan, plan.rooms, client, results)
-        await poisson(server, plan, rate, client, results)
-        await contend(server, plan, client, results)
-
-    if plan.fcfs:  # --skip-fcfs leaves it out
-        phases["fcfs"] = await server_phase("fcfs", model, {"scheduler": {"policy": "fcfs"}}, plan, scratch, fcfs)
 
     async def static(server, results):
         await sweep(server, plan, plan.static_rooms, client, results)

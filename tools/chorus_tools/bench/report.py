@@ -91,7 +91,8 @@ def plot_sweeps(phases: dict) -> dict[str, list[dict]]:
 
 
 def write_report(out: Path, header: dict, plan: Plan, phases: dict, engine: dict, kv: dict, peers: list[dict],
-                 elapsed: float, args) -> Path:
+                 elapsed: float, args, summary: list[str]) -> Path:
+    """`summary`: the closing "Summary" block (chorus_tools/bench/verdict.py)."""
     cont = phases.get("continuous", {})
     lines = ["# wyoming-chorus benchmark", "",
              f"- **Machine**: {header['cpu']}, {header['cores']} cores, ISA {' '.join(header['isa']) or 'unknown'}"
@@ -126,7 +127,8 @@ def write_report(out: Path, header: dict, plan: Plan, phases: dict, engine: dict
               "Room i speaks kind i of the cycle assistant, announce, announce, assistant, announce, assistant, "
               "announce, read-out (so read-outs appear from 8 rooms on); assistant replies are streamed "
               f"(`--mode {plan.mode}`), the rest one-shot. "
-              + ("Read-outs are cut once the other rooms are done. " if not plan.full_readouts else ""), ""]
+              + ("Read-outs are cut once the other rooms are done. " if not plan.full_readouts else "")
+              + f"The playback and FCFS rows: {plan.rounds} rounds each, alternated A-B-A-B, pooled.", ""]
     labels = {"continuous": "continuous batching, scheduler.policy playback (the server's defaults)",
               "fcfs": "continuous batching, scheduler.policy fcfs (every running request in every step)",
               "static": "static batching (baseline)",
@@ -150,7 +152,8 @@ def write_report(out: Path, header: dict, plan: Plan, phases: dict, engine: dict
     c = cont.get("contention")
     if c:
         lines += ["## A short announcement while rooms read long texts", "",
-                  f"{plan.probes} announcements one after another, alone, then again once all {c['readers']} read-outs "
+                  f"{plan.probes} announcements one after another (each round; {plan.rounds} rounds pooled), alone, "
+                  f"then again once all {c['readers']} read-outs "
                   f"({plan.readout_words}+ words, one-shot) were speaking ({c['readers_heard']} had first audio), "
                   f"and again once they had written 5 s each ({c.get('readers_playing')} had, still running); "
                   "each probe runs to its end. Underrun seconds: what the Home Assistant 2026.11 listener model "
@@ -269,6 +272,7 @@ def write_report(out: Path, header: dict, plan: Plan, phases: dict, engine: dict
         lines += [f"- Plotting failed: {type(error).__name__}: {error}", ""]
     if plots:
         lines += ["## Plots", ""] + [f"![{k}]({p.name})" for k, p in plots.items()] + [""]
+    lines += summary
     path = out / "report.md"
     path.write_text("\n".join(lines), encoding="utf-8")
     return path

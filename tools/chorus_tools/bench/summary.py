@@ -3,6 +3,7 @@ through Home Assistant 2026.11 (chorus_tools/bench/listener.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -49,3 +50,22 @@ def summarise(scenario: Scenario, keep: Callable[[Outcome], bool] = lambda o: Tr
         "audio_s_per_wall_s": audio / span if span > 0 else None,
         "rtfs": rtfs,
     }
+
+
+def pooled(rounds: list[Scenario]) -> Scenario:
+    """The rounds of one scenario (tools/bench.py's A-B-A-B) as one: their replies together, each round's clock moved
+    to begin where the one before ended, so that summarise()'s wall span is the rounds' spans added up (aggregate audio
+    per second pooled over the rounds, not every round's audio over the longest one). Per-reply figures (first audio,
+    RTF, what a listener hears) are relative to the reply's own start and do not move."""
+    outcomes: list[Outcome] = []
+    at = 0.0
+    for scenario in rounds:
+        if not scenario.outcomes:
+            continue
+        first = min(o.start_s for o in scenario.outcomes)
+        last = max((o.end_s for o in scenario.outcomes if o.end_s is not None), default=first)
+        outcomes += [replace(o, start_s=o.start_s - first + at, end_s=None if o.end_s is None else o.end_s - first + at)
+                     for o in scenario.outcomes]
+        at += last - first
+    extra = {**(rounds[0].extra if rounds else {}), "rounds": len(rounds)}
+    return Scenario(rounds[0].name if rounds else "", outcomes, sum(s.wall_s for s in rounds), extra)
