@@ -17,10 +17,9 @@ server and http.server start a thread per connection without bound and time out 
   most READ_RATE (a LAN's pace: an upload over loopback would otherwise take a core and the interpreter lock from the
   rooms' replies); of a refused body at most LINGER_BYTES within LINGER_SECONDS are taken in before the close, so
   that the client reads the refusal rather than a reset, without reading a flood whole.
-- quiet: a malformed request or a client gone mid-exchange is the client's doing: aiohttp's protocol log is kept at
-  DEBUG, one line. A route's own bug is a 500 with one logged traceback.
-Rendering every metric holds the interpreter lock the engine needs: renders are spaced to take at most RENDER_SHARE
-of the wall time, so a flood of scrapes waits its turn instead of slowing every room.
+- quiet: a malformed request or a client gone mid-exchange is the client's doing: one DEBUG line (aiohttp's protocol
+  log). A route's own bug is a 500 with one logged traceback. Rendering every metric holds the interpreter lock the
+  engine needs: renders take at most RENDER_SHARE of the wall time, so a flood of scrapes waits its turn.
 """
 from __future__ import annotations
 
@@ -74,8 +73,7 @@ class Refused(Exception):
 
 
 class HttpRequest:
-    """One request: its method, path, query and headers (looked up in any case), its peer's address, and its body
-    still unread."""
+    """One request: method, path, query, headers (looked up in any case), its peer's address, its body unread."""
 
     def __init__(self, raw: web.BaseRequest, deadline: asyncio.Timeout):
         self.method, self.path, self.query, self.headers = raw.method, raw.path, raw.query_string, raw.headers
@@ -176,8 +174,7 @@ class HttpServer:
         _LOG.info("%s on http://%s:%s%s", self._name, f"[{host}]" if ":" in host else host, self.port, self._path)
 
     def stop(self) -> None:
-        """Closes the listener and every connection (exchanges in progress get a moment to end); returns once the
-        thread has ended."""
+        """Closes the listener and every connection (exchanges in progress get a moment to end), the thread ended."""
         if self._loop is not None and self._stopping is not None and self._thread.is_alive():
             self._loop.call_soon_threadsafe(self._stopping.set)
         if self._thread.is_alive():
@@ -238,6 +235,8 @@ class HttpServer:
         except (TimeoutError, ConnectionError, asyncio.CancelledError):
             raise
         except Exception:  # a bug: the client gets a 500, not a connection that hangs until its deadline
+            if raw.transport is None:  # ...unless the client left while its body was read (aiohttp: RuntimeError)
+                raise ConnectionResetError(f"{raw.method} {raw.path}: the client left") from None
             _LOG.exception("%s %s failed", raw.method, raw.path)
             return Answer("500 Internal Server Error", TEXT, b"internal error; see the server's log\n")
 
