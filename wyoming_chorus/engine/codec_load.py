@@ -12,15 +12,16 @@ The cost is the wall time of each block the thread hands over (decoding, convers
 runs: beside the engine's steps, on the same cores, so the steps' share of the cores is in it, as the codec's share
 is in the loop's periods. Both are measured at the load the box has now; a figure for more rooms than that is an
 extrapolation (more rooms would slow both a little more). Only whole blocks count: a reply's short last block costs a
-whole one, but once per reply, not per second it plays. The robust median of the recent blocks: one block stalled by
-another process does not move it.
+whole one, but once per reply, not per second it plays. The typical cost of the recent blocks (engine/typical.py):
+one block stalled by another process does not move it.
 
 Written on the codec thread, read on the engine thread: each published value is replaced whole (no lock).
 """
 from __future__ import annotations
 
-import statistics
 from collections import deque
+
+from .typical import typical
 
 # The blocks the cost is read from (about 10 s of one room's audio), and how many it needs before it stands.
 _RECENT_BLOCKS = 32
@@ -37,7 +38,7 @@ class CodecLoad:
         """A whole block of `audio_seconds` took `seconds` of the codec thread's time."""
         self._recent.append(seconds / audio_seconds)
         if len(self._recent) >= _MEASURED_BLOCKS:
-            self.seconds_per_audio_second = statistics.median(self._recent)
+            self.seconds_per_audio_second = typical(self._recent)
 
     def rooms_held(self, most: int) -> int | None:
         """The most rooms (up to `most`) whose audio the codec makes at least as fast as it plays; None before it was
