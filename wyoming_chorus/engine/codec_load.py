@@ -47,7 +47,7 @@ class CodecLoad:
         if cost is None:
             return None
         held = 0
-        while held < most and (held + 1) * cost <= 1.0:
+        while held < most and (held + 1) * cost <= 1.0 + 1e-9:  # a mean of equal costs may round above them
             held += 1
         return held
 

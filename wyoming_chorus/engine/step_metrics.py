@@ -10,10 +10,10 @@ part: a room gets one frame per step it runs in, so it is in real time while a s
 duration. What comes round is the engine loop's whole period from one step to the next, not the step's own seconds:
 the host's work between steps, the waits for a first block at the codec, and the other threads on the same cores (the
 codec's among them) all delay the next frame as much as the runner does. And it is the typical period
-(engine/typical.py: the mean without the slowest tenth), not the last one: one stalled step (another process took the
-cores) does not make a room fall behind, while steps slow every now and then do. Batch sizes the loop has run lately
-are taken as measured; others from the step-cost model, scaled as the loop's periods exceed its steps where it ran.
-The warning waits for a few measured periods: a first guess from the warm-up alone is not what the rooms hear. It
+(engine/typical.py: the mean without the slowest twentieth), not the last one: one stalled step (another process took
+the cores) does not make a room fall behind, while steps slow every now and then do. Batch sizes the loop has run
+lately are taken as measured; others from the step-cost model, scaled as the loop's periods exceed its steps where it
+ran. The warning waits for a few measured periods: a first guess from the warm-up alone is not what the rooms hear. It
 counts a room as wanting audio while the engine makes its frames or the codec still owes it audio: with a fast loop
 and a slow codec the frames are all made long before the room has heard them.
 """
