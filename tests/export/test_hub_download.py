@@ -51,6 +51,7 @@ class FakeHub:
         self.requests: list[str] = []
         # Files whose download fails after their HEAD request succeeded: 403, which no huggingface_hub version retries.
         self.failing: set[str] = set()
+        self.refused: list[str] = []  # "GET PATH" of each download refused that way
         hub_ = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -74,6 +75,10 @@ class FakeHub:
 
     def gets(self, suffix: str) -> int:
         return sum(1 for r in self.requests if r.startswith("GET ") and r.endswith(suffix))
+
+    def arrived(self, suffix: str) -> int:
+        """Downloads of the file that were served (not refused)."""
+        return self.gets(suffix) - sum(1 for r in self.refused if r.endswith(suffix))
 
     def _files(self, repo: str) -> dict[str, Path]:
         root = self.repos[repo]
@@ -101,6 +106,7 @@ class FakeHub:
         if resolve.group(3) not in files:
             return self._reply(request, 404, b"{}", {"X-Error-Code": "EntryNotFound", "X-Repo-Commit": COMMIT})
         if body and resolve.group(3) in self.failing:
+            self.refused.append(f"GET {path}")
             return self._reply(request, 403, b'{"error": "Forbidden"}')
         data = files[resolve.group(3)].read_bytes()
         headers = {"ETag": f'"{_oid(files[resolve.group(3)])}"', "X-Repo-Commit": COMMIT}
@@ -162,8 +168,18 @@ def _finish(process: subprocess.Popen) -> tuple[int, dict | None, str]:
     return process.returncode, json.loads(out.strip().splitlines()[-1]) if process.returncode == 0 else None, err
 
 
-def test_first_start_downloads_and_exports_once_and_later_starts_make_no_request(fake_hub, tmp_path):
+def test_an_interrupted_download_resumes_then_exports_once_and_later_starts_make_no_request(fake_hub, tmp_path):
+    """A first start whose download breaks off fails in one line; the next starts fetch only what is missing and
+    export once (each export checks INT4, the costly part: one test, one export)."""
     data_dir = tmp_path / "data"
+    fake_hub.failing.add("model-00002-of-00002.safetensors")
+    code, _, err = start("0.6b-custom", data_dir, fake_hub.url, tmp_path)
+    assert code == 2 and err.strip().splitlines()[-1].startswith(f"cannot download {REPO} from "), err
+    assert not list((data_dir / "models").glob("*/chorus.json"))
+    fake_hub.failing.clear()
+    fetched = {name: fake_hub.gets(name) for name in ("model-00001-of-00002.safetensors", "vocab.json")}
+    assert fetched == {"model-00001-of-00002.safetensors": 1, "vocab.json": 1}
+
     # Two servers started at once, by short name and by id: one downloads and exports, the other waits for its lock
     # and serves its export (or, when it starts late, finds the export at once).
     both = [start(model, data_dir, fake_hub.url, tmp_path, wait=False) for model in ("0.6b-custom", REPO)]
@@ -183,8 +199,12 @@ def test_first_start_downloads_and_exports_once_and_later_starts_make_no_request
         assert sorted(checks) == [0, 2], results  # one start exported: a line for the talker, one for the predictor
     else:
         assert manifest.get("weights", "f16") == weights == "f16"
-    for name in ("model-00001-of-00002.safetensors", "speech_tokenizer/model.safetensors", "vocab.json"):
-        assert fake_hub.gets(f"/resolve/{COMMIT}/{name}") + fake_hub.gets(f"/resolve/main/{name}") == 1, name
+    assert {name: fake_hub.gets(name) for name in fetched} == fetched  # kept from the first attempt
+    assert fake_hub.gets("model-00002-of-00002.safetensors") >= 2  # asked again after it was refused
+    for name in ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
+                 "speech_tokenizer/model.safetensors", "vocab.json"):
+        # Arrived once, over the broken attempt and the two starts at once.
+        assert fake_hub.arrived(f"/resolve/{COMMIT}/{name}") + fake_hub.arrived(f"/resolve/main/{name}") == 1, name
     assert fake_hub.gets("README.md") == 0
     assert {p.name for p in (data_dir / "models").iterdir()} == {path.name, f".{path.name.rsplit('-', 1)[0]}.lock"}
     assert not (data_dir / "downloads" / "Qwen--Qwen3-TTS-12Hz-0.6B-CustomVoice").exists()  # exported: removed
@@ -271,22 +291,6 @@ def test_a_cached_export_in_another_mode_is_served_rather_than_downloaded_again(
     cached.mkdir(parents=True)
     (cached / "chorus.json").write_text("{}")
     assert builtin.resolve_model("1.7b-base", tmp_path) == cached
-
-
-def test_an_interrupted_download_resumes_with_what_is_missing(fake_hub, tmp_path):
-    data_dir = tmp_path / "data"
-    fake_hub.failing.add("model-00002-of-00002.safetensors")
-    code, _, err = start("0.6b-custom", data_dir, fake_hub.url, tmp_path)
-    assert code == 2 and err.strip().splitlines()[-1].startswith(f"cannot download {REPO} from "), err
-    assert not list((data_dir / "models").glob("*/chorus.json"))
-    fake_hub.failing.clear()
-    fetched = {name: fake_hub.gets(name) for name in ("model-00001-of-00002.safetensors", "vocab.json")}
-    assert fetched == {"model-00001-of-00002.safetensors": 1, "vocab.json": 1}
-    code, model, err = start("0.6b-custom", data_dir, fake_hub.url, tmp_path)
-    assert code == 0, err
-    assert (Path(model["path"]) / "chorus.json").is_file()
-    assert {name: fake_hub.gets(name) for name in fetched} == fetched  # kept from the first attempt
-    assert fake_hub.gets("model-00002-of-00002.safetensors") >= 2
 
 
 def test_a_data_dir_that_cannot_be_written_is_one_line(tmp_path):

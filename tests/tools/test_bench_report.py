@@ -32,22 +32,6 @@ def test_every_server_that_ran_a_sweep_is_its_own_line():
     assert any("playback" in label for label in sweeps) and any("FCFS" in label for label in sweeps)
 
 
-def test_the_playback_server_alone_runs_only_what_was_asked(tmp_path):
-    """An A/B between two builds runs the playback server alone: no FCFS server and, with --probes 0, no
-    announcement-under-readers scenario (its readers would otherwise run for nothing); the report is still written."""
-    out = tmp_path / "report"
-    assert bench.main(["--quick", "--rooms", "1", "--static-rooms", "", "--serial-rooms", "", "--poisson-requests",
-                       "0", "--probes", "0", "--skip-engine", "--skip-fcfs", "--rounds", "1", "--out", str(out)]) == 0
-    report = json.loads((out / "report.json").read_text())
-    assert list(report["phases"]) == ["continuous"]
-    scenarios = [s["name"] for s in report["phases"]["continuous"]["scenarios"]]
-    assert scenarios == ["continuous burst 1"], scenarios
-    assert (out / "report.md").read_text().count("| 1 |") >= 1
-    assert "## What a household hears (Home Assistant 2026.11)" in (out / "report.md").read_text()
-    one_room = report["household"]["playback"]["one room"]
-    assert one_room["requests"] == 1 and one_room["first_sound_p50_s"] > 0
-
-
 def test_home_assistant_2026_11_plays_from_the_first_chunk():
     """Its first sound comes 0.1 s after the first chunk, not after 5 s of audio as under 2026.2's conversion, and
     audio made at 1x plays with no gap."""
@@ -193,9 +177,11 @@ def test_the_summary_says_every_target_plainly():
     assert "| int8 | talker | 4 | 70.0 | 35.0 | 2.00x |" in text
 
 
-def test_each_model_of_a_comma_list_gets_its_row_in_the_summary(tmp_path):
-    """--model a,b: the engine level (stages against their floors) and one room through a server for each; the
-    household part on the first alone."""
+def test_the_playback_server_alone_and_each_model_of_a_comma_list(tmp_path):
+    """An A/B between two builds runs the playback server alone: no FCFS server and, with --probes 0, no
+    announcement-under-readers scenario (its readers would otherwise run for nothing); the report is still written.
+    --model a,b: the engine level (stages against their floors) and one room through a server for each; the
+    household part on the first alone. (One run for both: a run of bench.py is the costly part.)"""
     from wyoming_chorus.export.builtin import resolve_model
 
     tiny = resolve_model("builtin:tiny")
@@ -204,10 +190,18 @@ def test_each_model_of_a_comma_list_gets_its_row_in_the_summary(tmp_path):
                        "", "--poisson-requests", "0", "--probes", "0", "--skip-fcfs", "--rounds", "1",
                        "--engine-batches", "1", "--engine-steps", "2", "--out", str(out)]) == 0
     report = json.loads((out / "report.json").read_text())
+    assert list(report["phases"]) == ["continuous"]
+    scenarios = [s["name"] for s in report["phases"]["continuous"]["scenarios"]]
+    assert scenarios == ["continuous burst 1"], scenarios
+    text = (out / "report.md").read_text()
+    assert text.count("| 1 |") >= 1
+    assert "## What a household hears (Home Assistant 2026.11)" in text
+    one_room = report["household"]["playback"]["one room"]
+    assert one_room["requests"] == 1 and one_room["first_sound_p50_s"] > 0
     forms = report["formats"]
     assert len(forms) == 2 and all(f["one_room_rtf"] > 0 for f in forms)
     assert all(f["floors"]["1"]["talker"] > 0 and f["engine"]["stages"][0]["talker_ms"] > 0 for f in forms)
     assert list(report["one_room_servers"]) == ["one-room-1"]
     assert forms[0]["rooms_held"] is not None and forms[1]["rooms_held"] is None
-    summary = (out / "report.md").read_text().split("## Summary")[1]
+    summary = text.split("## Summary")[1]
     assert summary.count("| talker | 1 |") == 2
