@@ -14,15 +14,15 @@ in this order, while the step's cost allows:
 4. the rest, least slack first. One with more than `max_slack_seconds` left skips the step (keeping its blocks and
    its place in the batch): it gives its step to those that would otherwise fall behind.
 
-The batch is cut where one more request would make the step slower than real time (a frame's duration per step,
-from the learned StepCost). Replies with no audio out yet always run. While one of them waits for its first block
-(not one whose block is out and held), head starts and low-slack replies join only while the step stays real time:
-a new reply's listener hears nothing, a Voice PE gives up after ~2 s, and the pause lasts a prompt and one decoder
-block's frames. Otherwise head starts always run, and low-slack replies too (beside a head start only while the
-step stays real time): past the box's capacity every reply that would fall behind runs, the most audio per step.
-The rest join only while the step stays real time. When that leaves nothing to run, every request that is not full
-runs (an idle box has nothing to save). Requests without a clock (synth, the benchmarks) have no listener to pace:
-they always run, like a reply with no audio yet, but hurry nobody out of a step.
+The batch is cut where one more request would make the step slower than real time (a frame's duration per step, from the
+learned StepCost). Replies with no audio out yet always run. While one of them waits for its first block (not one whose
+block is out and held), head starts and low-slack replies join only while the step stays real time: a new reply's
+listener hears nothing, a Voice PE gives up after ~2 s, and the pause lasts a prompt and one decoder block's frames.
+Otherwise head starts always run, and low-slack replies too (beside a head start, or a short reply whose first chunk is
+held, only while the step stays real time): past the box's capacity every reply that would fall behind runs, the most
+audio per step. The rest join only while the step stays real time. When that leaves nothing to run, every request that
+is not full runs (an idle box has nothing to save). Requests without a clock (synth, the benchmarks) have no listener to
+pace: they always run, like a reply with no audio yet, but hurry nobody out of a step.
 """
 from __future__ import annotations
 
@@ -92,12 +92,15 @@ class PlaybackPolicy:
         first = [seq for _, seq in by_tier[FIRST]]
         head, low, rest = (sorted(by_tier[tier], key=lambda item: item[0]) for tier in (HEAD_START, LOW_SLACK, SLACK))
         someone_waits_for_first_audio = any(self.waits_for_first_audio(seq) for seq in first)
+        # A short reply whose first chunk is held at its writer is a head start to come: its hold was planned on the
+        # steps it gets as one (first_chunk_hold.py), so low-slack replies do not take them meanwhile.
+        head_start_held = any(seq.clock is not None and short_and_whole(seq.clock) for seq in first)
         chosen = list(first)
         for _, seq in head:
             if not someone_waits_for_first_audio or self._real_time(len(chosen) + 1):
                 chosen.append(seq)
         for _, seq in low:
-            if not (someone_waits_for_first_audio or head) or self._real_time(len(chosen) + 1):
+            if not (someone_waits_for_first_audio or head or head_start_held) or self._real_time(len(chosen) + 1):
                 chosen.append(seq)
         for _, seq in rest:
             if self._real_time(len(chosen) + 1):
@@ -106,6 +109,20 @@ class PlaybackPolicy:
             chosen = [seq for _, seq in rest] or [seq for _, seq in by_tier[FULL]]
         ids = {seq.id for seq in chosen}
         return {seq.id for seq in running if seq.id not in ids}
+
+    def batch_for(self, seq: Sequence, running: list[Sequence]) -> int:
+        """The batch `seq`, not yet heard, will be made in from its first chunk on: for a short one (a head start
+        once out), the replies that go before it or beside it (no audio yet, head starts) and the others only while
+        the step stays real time; past the box's capacity that is far fewer than all running. For a long one all
+        running: the cautious batch (low-slack replies join its steps)."""
+        if seq.clock is None or not short_and_whole(seq.clock):
+            return len(running)
+        now = self._now()
+        ahead = sum(self._tier(other, now)[0] in (FIRST, HEAD_START) for other in running)
+        batch = max(ahead, 1)
+        while batch < len(running) and self._real_time(batch + 1):
+            batch += 1
+        return batch
 
     def _tier(self, seq: Sequence, now: float) -> tuple[str, float]:
         """The request's tier this step, and its order within it (lower goes first)."""
