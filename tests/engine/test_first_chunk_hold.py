@@ -196,24 +196,46 @@ def test_while_a_reply_is_held_readers_running_dry_keep_their_steps():
     assert not pacing.steps.waits_for_first_audio(new)
 
 
-def test_a_short_reply_heard_whole_so_far_goes_first_until_its_first_gap():
-    """Past the box's capacity (one step of three takes 0.2 s for 0.08 s of audio) an announcement (60 characters:
-    ~4 s) with no gap so far runs first, and readers running dry (long texts) join only while the step stays real
-    time: it stays whole, they gap. Once it has gapped anyway it is one reply among the others."""
+def test_a_short_reply_heard_whole_so_far_goes_first_until_its_first_gap_beside_another():
+    """Past the box's capacity (one step of four takes 0.2 s for 0.08 s of audio) two announcements (60 characters:
+    ~4 s) with no gap so far run first, and readers running dry (long texts) join only while the step stays real
+    time: they stay whole, the readers gap. Once they have gapped anyway (too many short ones at once) each is one
+    reply among the others."""
+    time = Time()
+    policy = PlaybackPolicy(PlaybackLimits(), step_cost(b1=0.05, b2=0.07, b4=0.2), FRAME, now=time)
+    announcement_clocks = [PlaybackClock(text_length=lambda: 60) for _ in range(2)]
+    for clock in announcement_clocks:
+        clock.wrote(1.0, now=time.now - 0.6)  # 0.4 s left
+    reader_clocks = [PlaybackClock(text_length=lambda: 1200) for _ in range(2)]
+    for clock in reader_clocks:
+        clock.wrote(10.0, now=time.now - 9.8)  # 0.2 s left: less than the announcements
+    announcements = [sentence(1 + n, 60, clock) for n, clock in enumerate(announcement_clocks)]
+    readers = [sentence(3 + n, 250, clock) for n, clock in enumerate(reader_clocks)]
+    assert policy.skipped([*announcements, *readers]) == {3, 4}
+    assert policy.tiers[1] == policy.tiers[2] == "head_start" and policy.tiers[3] == "low_slack"
+    for clock in announcement_clocks:
+        clock.wrote(0.08, now=time.now + 1.0)  # a gap: 0.6 s of silence
+    time.now += 1.0
+    assert policy.skipped([*announcements, *readers]) == set()
+
+
+def test_the_only_short_reply_keeps_its_head_start_through_a_gap():
+    """Alone among readers, an announcement that gapped anyway (the box is slower than real time even for it, or a
+    stall took the cores) keeps the steps: beside the readers it would gap far more, and it keeps them out for a few
+    seconds at most. (Demoted, one 0.12 s behind at RTF 1.1 went on at batch 8 and ended 0.5-1.2 s behind.)"""
     time = Time()
     policy = PlaybackPolicy(PlaybackLimits(), step_cost(b1=0.05, b3=0.2), FRAME, now=time)
     announcement_clock = PlaybackClock(text_length=lambda: 60)
-    announcement_clock.wrote(1.0, now=time.now - 0.6)  # 0.4 s left
+    announcement_clock.wrote(1.0, now=time.now - 1.6)
+    announcement_clock.wrote(0.08, now=time.now)  # after 0.6 s of silence
     reader_clocks = [PlaybackClock(text_length=lambda: 1200) for _ in range(2)]
     for clock in reader_clocks:
-        clock.wrote(10.0, now=time.now - 9.8)  # 0.2 s left: less than the announcement
+        clock.wrote(10.0, now=time.now - 9.8)
     announcement = sentence(1, 60, announcement_clock)
     readers = [sentence(2 + n, 250, clock) for n, clock in enumerate(reader_clocks)]
+    assert announcement_clock.underrun_seconds > 0.5
     assert policy.skipped([announcement, *readers]) == {2, 3}
-    assert policy.tiers[1] == "head_start" and policy.tiers[2] == "low_slack"
-    announcement_clock.wrote(0.08, now=time.now + 1.0)  # a gap: 0.6 s of silence
-    time.now += 1.0
-    assert policy.skipped([announcement, *readers]) == set()
+    assert policy.tiers[1] == "head_start"
 
 
 # ---- past the box's capacity: a short reply is made as a head start, and its hold is planned on that

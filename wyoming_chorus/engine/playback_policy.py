@@ -8,7 +8,7 @@ in this order, while the step's cost allows:
 1. *first*: no audio out yet (its first chunk not yet at the writer, or held there: engine/first_chunk_hold.py);
    with `head_start_seconds` > 0, also a reply silent that long (it starts over, so none starves);
 2. *head start*: a short reply (at most SHORT_REPLY_SECONDS left to make, by its text) heard with no gap so far
-   (SHORT_REPLY_GAP_TOLERANCE_SECONDS of silence forgiven),
+   (SHORT_REPLY_GAP_TOLERANCE_SECONDS of silence forgiven; any, when it is the only short reply running),
    or with `head_start_seconds` > 0 one with less than that written; the least audio written first;
 3. *low slack*: less than `min_slack_seconds` of audio left to play, the reply with the least audio delivered first;
 4. the rest, least slack first. One with more than `max_slack_seconds` left skips the step (keeping its blocks and
@@ -51,13 +51,24 @@ SHORT_REPLY_SECONDS = 8.0
 SHORT_REPLY_GAP_TOLERANCE_SECONDS = 0.1
 
 
+def short_reply(clock: PlaybackClock) -> bool:
+    """At most SHORT_REPLY_SECONDS of audio left to make, by its text."""
+    expected = clock.expected_seconds(SECONDS_PER_CHARACTER)
+    return expected is not None and expected - clock.written <= SHORT_REPLY_SECONDS
+
+
 def short_and_whole(clock: PlaybackClock) -> bool:
     """A short reply (by its text) whose listener has heard no gap yet, or one within the tolerance: past the box's
     capacity, running it first is what keeps it whole. One that gaps anyway (too many short ones at once) loses its
-    head start once its gaps pass the tolerance, so the head starts never keep the box below its full batch for long."""
-    expected = clock.expected_seconds(SECONDS_PER_CHARACTER)
-    return (clock.underrun_seconds <= SHORT_REPLY_GAP_TOLERANCE_SECONDS and expected is not None
-            and expected - clock.written <= SHORT_REPLY_SECONDS)
+    head start once its gaps pass the tolerance, so the head starts never keep the box below its full batch for long
+    (but see PlaybackPolicy.in_first_seconds: not the only short one)."""
+    return clock.underrun_seconds <= SHORT_REPLY_GAP_TOLERANCE_SECONDS and short_reply(clock)
+
+
+def lone_short_reply(running: list[Sequence]) -> int | None:
+    """The id of the one short reply among the running requests, if only one is."""
+    short = [seq.id for seq in running if seq.clock is not None and short_reply(seq.clock)]
+    return short[0] if len(short) == 1 else None
 
 
 @dataclass(frozen=True)
@@ -76,11 +87,13 @@ class PlaybackPolicy:
         self.frame_seconds = frame_seconds
         self._now = now
         self.tiers: dict[int, str] = {}  # request id -> its tier at the last skipped()
+        self._lone_short: int | None = None  # the only short reply running (lone_short_reply), as last looked at
 
     def skipped(self, running: list[Sequence]) -> set[int]:
         """Ids of the running requests that sit this step out. The tier each running request was found in is kept
         in `tiers` (by id) until the next call, for chorus_playback_sat_out_total."""
         self.tiers = {}
+        self._lone_short = lone_short_reply(running)
         if len(running) < 2 or all(seq.clock is None for seq in running):
             return set()  # nothing to trade: one request, or none with a listener to pace
         now = self._now()
@@ -117,6 +130,7 @@ class PlaybackPolicy:
         running: the cautious batch (low-slack replies join its steps)."""
         if seq.clock is None or not short_and_whole(seq.clock):
             return len(running)
+        self._lone_short = lone_short_reply(running)
         now = self._now()
         ahead = sum(self._tier(other, now)[0] in (FIRST, HEAD_START) for other in running)
         batch = max(ahead, 1)
@@ -147,9 +161,14 @@ class PlaybackPolicy:
 
     def in_first_seconds(self, seq: Sequence) -> bool:
         """It has a head start: its listener waits for the reply's first head_start_seconds (fewer written so far),
-        or it is a short reply heard with no gap so far (`short_and_whole`); False without a listener."""
+        or it is a short reply heard with no gap so far (`short_and_whole`), or the only short reply running, gaps
+        or not; False without a listener. The gap tolerance is for too many short ones at once: one alone that gaps
+        does so because the box is slower than real time even for it (or a stall of the cores), and sharing the
+        readers' steps then only gaps it more (a lone announcement 0.12 s behind at RTF 1.1 went on at batch 8: 0.5-1.2
+        s more), while it keeps them out for at most SHORT_REPLY_SECONDS."""
         clock = seq.clock
-        return clock is not None and (clock.written < self.limits.head_start_seconds or short_and_whole(clock))
+        return clock is not None and (clock.written < self.limits.head_start_seconds or short_and_whole(clock)
+                                      or seq.id == self._lone_short)
 
     def _real_time(self, batch: int) -> bool:
         # The language models' step alone, not the codec's share (CodecLoad), unlike the first-chunk hold's rate: the
