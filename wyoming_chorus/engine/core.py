@@ -24,6 +24,7 @@ from wyoming_chorus.engine.audio_output import CodecWorker
 from wyoming_chorus.engine.blocks import BlockManager
 from wyoming_chorus.engine.codec_load import CodecLoad
 from wyoming_chorus.engine.device import available_devices, resolve_device
+from wyoming_chorus.engine.loop_periods import LoopPeriods
 from wyoming_chorus.engine.messages import Abort, Add, CheckIntegrity, CodecFailed, FeedText, Message, Promote, Stop
 from wyoming_chorus.engine.pacing import pacing_for
 from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
@@ -64,14 +65,16 @@ class EngineCore:
         self.sample_rate = model.manifest.sample_rate
         self.step_cost = StepCost()
         frame_seconds = model.manifest.samples_per_frame / model.manifest.sample_rate
-        # What the codec thread costs the rooms: the capacity figure and the first-chunk hold count it.
-        codec_load = CodecLoad()
+        # What the codec thread costs the rooms, and how often the loop comes round: the capacity figure and the
+        # first-chunk hold count both.
+        codec_load, loop_periods = CodecLoad(), LoopPeriods()
         # The playback policy (scheduler.policy): the scheduler, this thread and the codec's all ask it.
         self.pacing = pacing_for(scheduling or SchedulerSettings(), self.step_cost, frame_seconds, BLOCK_FRAMES,
-                                 codec_load)
+                                 codec_load, loop_periods)
         self.codec = CodecWorker(model, settings.codec_precision, settings.inference_precision,
                                  on_failure=self._codec_failed, pacing=self.pacing, load=codec_load)
-        self._observer = StepMetrics(self.metrics, self.step_cost, frame_seconds, settings.max_batch, codec_load)
+        self._observer = StepMetrics(self.metrics, self.step_cost, frame_seconds, settings.max_batch, codec_load,
+                                     periods=loop_periods)
         self._max_batch = settings.max_batch
         # Owned by whoever steps (the engine thread once started): the scheduler and its block pool, the sink of
         # every request (None: an offline request, whose caller reads its frames), whether it is stopping, counts.

@@ -1,16 +1,24 @@
 """How long a reply's first chunk waits at the writer so that the reply then plays with no gap (scheduler.policy
 playback; Home Assistant 2026.11 plays the server's audio as it comes, and every moment it falls behind is a gap).
 
-From the moment its first chunk is ready, a reply with `made` seconds of audio made and `rest` seconds still to make
-at `rate` seconds of audio per second, played at 1x from `hold` seconds later, never runs dry iff
-made + rate*t >= t - hold for every t up to rest/rate, i.e. hold >= rest * (1/rate - 1) - made. Where the rate is 1
-or more no hold is needed. A hold that would put the first chunk past scheduler.max_first_audio_seconds after the
-reply began (a Voice PE gives up when it hears nothing 2 s after it gets the URL) buys nothing gap-free: the chunk
-goes out at once (playback_clock.PlaybackClock.release_at), since a shorter wait only moves silence from inside the
-reply to before it, and the first sound is what a household feels most.
+From the moment its first chunk is ready, a reply with `made` seconds of audio made and `rest` seconds still to make at
+`rate` seconds of audio per second, played at 1x from `hold` seconds later, never runs dry iff made + rate*t >= t - hold
+for every t up to rest/rate, i.e. hold >= rest * (1/rate - 1) - made. Where the rate is 1 or more no hold is needed. The
+audio reaches the listener in whole decoder blocks, though, so at any moment up to a block of what is made has not
+reached it yet: `made` counts only what is made past the first block (the one that plays first). Counted whole, one 3.2
+s announcement at RTF 1.1 was planned no hold once its first block was made, and each block then came a step late: 7
+gaps, 0.23 s. A hold that would put the first chunk past scheduler.max_first_audio_seconds after the reply began (a
+Voice PE gives up when it hears nothing 2 s after it gets the URL) buys nothing gap-free: the chunk goes out at once
+(playback_clock.PlaybackClock.release_at), since a shorter wait only moves silence from inside the reply to before it,
+and the first sound is what a household feels most.
 
-The rate is that of a request that takes every step of a batch of all running requests (the measured StepCost): the
-cautious one, since under the playback policy a reply with no audio out yet always takes its step. Its audio must also
+The rate is that of a request that takes every step of the batch it will be made in (`batch_of`, the playback
+policy's): for a short reply, which is a head start once out, the replies that go before or beside it, and the others
+only while the step stays real time (past the box's capacity it is made nearly alone: planned at all running it got a
+hold too long to keep, and gapped); for a long one all running requests, the cautious batch. A step of that batch
+comes round every loop period (engine/loop_periods.py: the typical period where the loop ran that size lately, else
+the StepCost's step scaled as the loop's periods exceed it): the runner's step alone is faster than what a room gets
+(0.6b on 2 cores: 72 against 89 ms at batch 1, a hold from it too short for one room at RTF 1.13). Its audio must also
 come through the codec thread, which decodes one room's block at a time (engine/codec_load.py): once the codec has a
 figure, a reply among N rooms it decodes for gets at most 1 / (N x its seconds per audio second), and the rate is the
 lower of the two. Where the codec is the slower part (f32 on AVX2: ~0.45 s per audio second, so three rooms get 0.74
@@ -24,10 +32,19 @@ The length is the reply's expected audio from its text so far (SECONDS_PER_CHARA
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from .codec_load import CodecLoad
+from .loop_periods import LoopPeriods
 from .sequence import Sequence
 from .step_cost import StepCost
+
+# The batch a reply not yet heard will be made in, given all running requests (PlaybackPolicy.batch_for).
+BatchOf = Callable[[Sequence, list[Sequence]], int]
+
+
+def all_running(seq: Sequence, running: list[Sequence]) -> int:
+    return len(running)
 
 # Frames of speech per text row (token) of a sentence: ~5 frames a word at 2.5 words/s and 12.5 frames/s, ~1.3 tokens
 # a word in English, and a little over, since a longer guess only plans a longer hold. A sentence's frame cap
@@ -55,18 +72,24 @@ def hold_seconds(rest: float, made: float, rate: float | None) -> float:
 
 class FirstChunkHold:
     def __init__(self, cost: StepCost, frame_seconds: float, max_first_audio_seconds: float,
-                 codec: CodecLoad | None = None):
+                 codec: CodecLoad | None = None, periods: LoopPeriods | None = None, batch_of: BatchOf = all_running,
+                 block_seconds: float = 0.0):
         """`max_first_audio_seconds`: the latest a hold may put a reply's first chunk, after the reply began (0: no
-        hold). `codec`: what the codec thread measures of itself (None: the steps' rate alone)."""
+        hold). `codec`: what the codec thread measures of itself (None: the steps' rate alone). `periods`: the engine
+        loop's (None: the StepCost's steps alone). `batch_of`: the batch a reply will be made in (default: all
+        running). `block_seconds`: the audio of one decoder block (the listener gets the audio in such blocks)."""
         self.cost = cost
         self.frame_seconds = frame_seconds
         self.max_first_audio_seconds = max_first_audio_seconds
         self.codec = codec or CodecLoad()
+        self.periods = periods
+        self.batch_of = batch_of
+        self.block_seconds = block_seconds
 
     def rate(self, batch: int, codec_rooms: int | None = None) -> float | None:
         """Seconds of audio per second for a request that takes every step of `batch` and shares the codec with
         `codec_rooms` rooms in all (None: the batch's); None before any step."""
-        step = self.cost.predict(batch)
+        step = self.cost.predict(batch) if self.periods is None else self.periods.period(batch, self.cost)
         if step is None or step <= 0:
             return None
         steps_rate = self.frame_seconds / step
@@ -78,16 +101,23 @@ class FirstChunkHold:
         sentence only; a deferred one is made ahead of need and comes after)."""
         if self.max_first_audio_seconds <= 0:
             return
+        waiting = [(seq, clock) for seq in running if (clock := seq.clock) is not None and not seq.deferred
+                   and clock.first_ready is None and clock.written == 0]
+        if not waiting:
+            return
         # The rooms sharing the codec: the batch's (one without a listener counts too: cautious) and those whose
         # frames are all made but whose audio the codec still owes.
         listeners = {id(seq.clock) for seq in running if seq.clock is not None}
-        rate = self.rate(len(running), max(len(running), len(listeners | self.codec.rooms)))
-        for seq in running:
-            clock = seq.clock
-            if clock is None or seq.deferred or clock.first_ready is not None or clock.written > 0:
-                continue
+        codec_rooms = max(len(running), len(listeners | self.codec.rooms))
+        rates: dict[int, float | None] = {}  # by batch: the replies planned together mostly share one
+        for seq, clock in waiting:
+            batch = self.batch_of(seq, running)
+            if batch not in rates:
+                rates[batch] = self.rate(batch, codec_rooms)
+            rate = rates[batch]
             made = len(seq.frames) * self.frame_seconds
             reply = clock.expected_seconds(SECONDS_PER_CHARACTER)  # the whole reply, when its writer says its text
             expected = expected_frames(seq) * self.frame_seconds if reply is None else reply
             rest = max(0.0, expected - made)
-            clock.plan_hold(hold_seconds(rest, made, rate), clock.began + self.max_first_audio_seconds)
+            ahead = max(0.0, made - self.block_seconds)  # made past the first block: what the listener has in hand
+            clock.plan_hold(hold_seconds(rest, ahead, rate), clock.began + self.max_first_audio_seconds)

@@ -28,6 +28,7 @@ from wyoming_chorus.playback_clock import PlaybackClock
 from .codec_load import CodecLoad
 from .first_audio_hold import FirstAudioHold, FirstBlocksOut
 from .first_chunk_hold import FirstChunkHold
+from .loop_periods import LoopPeriods
 from .playback_policy import PlaybackLimits, PlaybackPolicy, short_and_whole
 from .sequence import Sequence
 from .step_cost import StepCost
@@ -128,11 +129,13 @@ class PlaybackPacing(Pacing):
 
 
 def pacing_for(scheduling: SchedulerSettings, cost: StepCost, frame_seconds: float, block_frames: int,
-               codec: CodecLoad | None = None) -> Pacing:
-    """The pacing scheduler.* asks for. `codec`: what the codec thread measures of itself (the first-chunk hold
-    plans with its cost too)."""
+               codec: CodecLoad | None = None, periods: LoopPeriods | None = None) -> Pacing:
+    """The pacing scheduler.* asks for. `codec`: what the codec thread measures of itself, `periods`: the engine
+    loop's (the first-chunk hold plans with both)."""
     if scheduling.policy != "playback":
         return Pacing()
     limits = PlaybackLimits(scheduling.head_start_seconds, scheduling.min_slack_seconds, scheduling.max_slack_seconds)
-    return PlaybackPacing(PlaybackPolicy(limits, cost, frame_seconds), block_frames,
-                          FirstChunkHold(cost, frame_seconds, scheduling.max_first_audio_seconds, codec))
+    policy = PlaybackPolicy(limits, cost, frame_seconds)
+    return PlaybackPacing(policy, block_frames, FirstChunkHold(cost, frame_seconds, scheduling.max_first_audio_seconds,
+                                                               codec, periods, policy.batch_for,
+                                                               block_frames * frame_seconds))

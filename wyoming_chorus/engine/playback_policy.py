@@ -8,21 +8,21 @@ in this order, while the step's cost allows:
 1. *first*: no audio out yet (its first chunk not yet at the writer, or held there: engine/first_chunk_hold.py);
    with `head_start_seconds` > 0, also a reply silent that long (it starts over, so none starves);
 2. *head start*: a short reply (at most SHORT_REPLY_SECONDS left to make, by its text) heard with no gap so far
-   (SHORT_REPLY_GAP_TOLERANCE_SECONDS of silence forgiven),
+   (SHORT_REPLY_GAP_TOLERANCE_SECONDS of silence forgiven; any, when it is the only short reply running),
    or with `head_start_seconds` > 0 one with less than that written; the least audio written first;
 3. *low slack*: less than `min_slack_seconds` of audio left to play, the reply with the least audio delivered first;
 4. the rest, least slack first. One with more than `max_slack_seconds` left skips the step (keeping its blocks and
    its place in the batch): it gives its step to those that would otherwise fall behind.
 
-The batch is cut where one more request would make the step slower than real time (a frame's duration per step,
-from the learned StepCost). Replies with no audio out yet always run. While one of them waits for its first block
-(not one whose block is out and held), head starts and low-slack replies join only while the step stays real time:
-a new reply's listener hears nothing, a Voice PE gives up after ~2 s, and the pause lasts a prompt and one decoder
-block's frames. Otherwise head starts always run, and low-slack replies too (beside a head start only while the
-step stays real time): past the box's capacity every reply that would fall behind runs, the most audio per step.
-The rest join only while the step stays real time. When that leaves nothing to run, every request that is not full
-runs (an idle box has nothing to save). Requests without a clock (synth, the benchmarks) have no listener to pace:
-they always run, like a reply with no audio yet, but hurry nobody out of a step.
+The batch is cut where one more request would make the step slower than real time (a frame's duration per step, from the
+learned StepCost). Replies with no audio out yet always run. While one of them waits for its first block (not one whose
+block is out and held), head starts and low-slack replies join only while the step stays real time: a new reply's
+listener hears nothing, a Voice PE gives up after ~2 s, and the pause lasts a prompt and one decoder block's frames.
+Otherwise head starts always run, and low-slack replies too (beside a head start, or a short reply whose first chunk is
+held, only while the step stays real time): past the box's capacity every reply that would fall behind runs, the most
+audio per step. The rest join only while the step stays real time. When that leaves nothing to run, every request that
+is not full runs (an idle box has nothing to save). Requests without a clock (synth, the benchmarks) have no listener to
+pace: they always run, like a reply with no audio yet, but hurry nobody out of a step.
 """
 from __future__ import annotations
 
@@ -51,13 +51,24 @@ SHORT_REPLY_SECONDS = 8.0
 SHORT_REPLY_GAP_TOLERANCE_SECONDS = 0.1
 
 
+def short_reply(clock: PlaybackClock) -> bool:
+    """At most SHORT_REPLY_SECONDS of audio left to make, by its text."""
+    expected = clock.expected_seconds(SECONDS_PER_CHARACTER)
+    return expected is not None and expected - clock.written <= SHORT_REPLY_SECONDS
+
+
 def short_and_whole(clock: PlaybackClock) -> bool:
     """A short reply (by its text) whose listener has heard no gap yet, or one within the tolerance: past the box's
     capacity, running it first is what keeps it whole. One that gaps anyway (too many short ones at once) loses its
-    head start once its gaps pass the tolerance, so the head starts never keep the box below its full batch for long."""
-    expected = clock.expected_seconds(SECONDS_PER_CHARACTER)
-    return (clock.underrun_seconds <= SHORT_REPLY_GAP_TOLERANCE_SECONDS and expected is not None
-            and expected - clock.written <= SHORT_REPLY_SECONDS)
+    head start once its gaps pass the tolerance, so the head starts never keep the box below its full batch for long
+    (but see PlaybackPolicy.in_first_seconds: not the only short one)."""
+    return clock.underrun_seconds <= SHORT_REPLY_GAP_TOLERANCE_SECONDS and short_reply(clock)
+
+
+def lone_short_reply(running: list[Sequence]) -> int | None:
+    """The id of the one short reply among the running requests, if only one is."""
+    short = [seq.id for seq in running if seq.clock is not None and short_reply(seq.clock)]
+    return short[0] if len(short) == 1 else None
 
 
 @dataclass(frozen=True)
@@ -76,11 +87,13 @@ class PlaybackPolicy:
         self.frame_seconds = frame_seconds
         self._now = now
         self.tiers: dict[int, str] = {}  # request id -> its tier at the last skipped()
+        self._lone_short: int | None = None  # the only short reply running (lone_short_reply), as last looked at
 
     def skipped(self, running: list[Sequence]) -> set[int]:
         """Ids of the running requests that sit this step out. The tier each running request was found in is kept
         in `tiers` (by id) until the next call, for chorus_playback_sat_out_total."""
         self.tiers = {}
+        self._lone_short = lone_short_reply(running)
         if len(running) < 2 or all(seq.clock is None for seq in running):
             return set()  # nothing to trade: one request, or none with a listener to pace
         now = self._now()
@@ -92,12 +105,15 @@ class PlaybackPolicy:
         first = [seq for _, seq in by_tier[FIRST]]
         head, low, rest = (sorted(by_tier[tier], key=lambda item: item[0]) for tier in (HEAD_START, LOW_SLACK, SLACK))
         someone_waits_for_first_audio = any(self.waits_for_first_audio(seq) for seq in first)
+        # A short reply whose first chunk is held at its writer is a head start to come: its hold was planned on the
+        # steps it gets as one (first_chunk_hold.py), so low-slack replies do not take them meanwhile.
+        head_start_held = any(seq.clock is not None and short_and_whole(seq.clock) for seq in first)
         chosen = list(first)
         for _, seq in head:
             if not someone_waits_for_first_audio or self._real_time(len(chosen) + 1):
                 chosen.append(seq)
         for _, seq in low:
-            if not (someone_waits_for_first_audio or head) or self._real_time(len(chosen) + 1):
+            if not (someone_waits_for_first_audio or head or head_start_held) or self._real_time(len(chosen) + 1):
                 chosen.append(seq)
         for _, seq in rest:
             if self._real_time(len(chosen) + 1):
@@ -106,6 +122,21 @@ class PlaybackPolicy:
             chosen = [seq for _, seq in rest] or [seq for _, seq in by_tier[FULL]]
         ids = {seq.id for seq in chosen}
         return {seq.id for seq in running if seq.id not in ids}
+
+    def batch_for(self, seq: Sequence, running: list[Sequence]) -> int:
+        """The batch `seq`, not yet heard, will be made in from its first chunk on: for a short one (a head start
+        once out), the replies that go before it or beside it (no audio yet, head starts) and the others only while
+        the step stays real time; past the box's capacity that is far fewer than all running. For a long one all
+        running: the cautious batch (low-slack replies join its steps)."""
+        if seq.clock is None or not short_and_whole(seq.clock):
+            return len(running)
+        self._lone_short = lone_short_reply(running)
+        now = self._now()
+        ahead = sum(self._tier(other, now)[0] in (FIRST, HEAD_START) for other in running)
+        batch = max(ahead, 1)
+        while batch < len(running) and self._real_time(batch + 1):
+            batch += 1
+        return batch
 
     def _tier(self, seq: Sequence, now: float) -> tuple[str, float]:
         """The request's tier this step, and its order within it (lower goes first)."""
@@ -130,9 +161,14 @@ class PlaybackPolicy:
 
     def in_first_seconds(self, seq: Sequence) -> bool:
         """It has a head start: its listener waits for the reply's first head_start_seconds (fewer written so far),
-        or it is a short reply heard with no gap so far (`short_and_whole`); False without a listener."""
+        or it is a short reply heard with no gap so far (`short_and_whole`), or the only short reply running, gaps
+        or not; False without a listener. The gap tolerance is for too many short ones at once: one alone that gaps
+        does so because the box is slower than real time even for it (or a stall of the cores), and sharing the
+        readers' steps then only gaps it more (a lone announcement 0.12 s behind at RTF 1.1 went on at batch 8: 0.5-1.2
+        s more), while it keeps them out for at most SHORT_REPLY_SECONDS."""
         clock = seq.clock
-        return clock is not None and (clock.written < self.limits.head_start_seconds or short_and_whole(clock))
+        return clock is not None and (clock.written < self.limits.head_start_seconds or short_and_whole(clock)
+                                      or seq.id == self._lone_short)
 
     def _real_time(self, batch: int) -> bool:
         # The language models' step alone, not the codec's share (CodecLoad), unlike the first-chunk hold's rate: the

@@ -3,107 +3,53 @@
 Read from what the step did (its StepReport) and the stats it published; steps taken before start (the warm-up's, a
 benchmark's) count in none of them.
 
-The capacity ("this box holds N rooms in real time now", chorus_realtime_rooms) is what the rooms hear. A room needs
-two things at once: the engine loop must give it a frame per frame's duration, and the codec thread must turn its
-frames into audio at least as fast as they play (engine/codec_load.py); the box holds the rooms both hold. The loop's
-part: a room gets one frame per step it runs in, so it is in real time while a step comes round within one frame's
-duration. What comes round is the engine loop's whole period from one step to the next, not the step's own seconds:
-the host's work between steps, the waits for a first block at the codec, and the other threads on the same cores (the
-codec's among them) all delay the next frame as much as the runner does. And it is the typical period
-(engine/typical.py: the mean without the slowest twentieth), not the last one: one stalled step (another process took
-the cores) does not make a room fall behind, while steps slow every now and then do. Batch sizes the loop has run
-lately are taken as measured; others from the step-cost model, scaled as the loop's periods exceed its steps where it
-ran. The warning waits for a few measured periods: a first guess from the warm-up alone is not what the rooms hear. It
-counts a room as wanting audio while the engine makes its frames or the codec still owes it audio: with a fast loop
-and a slow codec the frames are all made long before the room has heard them.
+The capacity ("this box holds N rooms in real time now", chorus_realtime_rooms) is what the rooms hear. A room needs two
+things at once: the engine loop must give it a frame per frame's duration, and the codec thread must turn its frames
+into audio at least as fast as they play (engine/codec_load.py); the box holds the rooms both hold. The loop's part: a
+room gets one frame per step it runs in, so it is in real time while a step comes round within one frame's duration.
+What comes round is the engine loop's whole period from one step to the next, not the step's own seconds: the host's
+work between steps, the waits for a first block at the codec, and the other threads on the same cores (the codec's among
+them) all delay the next frame as much as the runner does. And it is the typical period (engine/typical.py: the mean
+without the slowest twentieth), not the last one: one stalled step (another process took the cores) does not make a room
+fall behind, while steps slow every now and then do. Batch sizes the loop has run lately are taken as measured; others
+from the step-cost model, scaled as the loop's periods exceed its steps where it ran (engine/loop_periods.py). The
+warning waits for a few measured periods: a first guess from the warm-up alone is not what the rooms hear. It counts a
+room as wanting audio while the engine makes its frames or the codec still owes it audio: with a fast loop and a slow
+codec the frames are all made long before the room has heard them.
 """
 from __future__ import annotations
 
 import logging
 import time
-from collections import deque
 from collections.abc import Callable, Collection
 
 from wyoming_chorus.metrics import Metrics
 
 from .codec_load import CodecLoad, rooms_in_real_time
+from .loop_periods import LoopPeriods
 from .playback_policy import FIRST, TIERS
 from .scheduler import ScheduledEntry
 from .sequence import Sequence
 from .stats import EngineStats, StepReport
 from .step_cost import StepCost
-from .typical import typical
 
 _LOG = logging.getLogger("wyoming_chorus.engine.core")
 # How often the real-time capacity (a pass over every batch size) is worked out again: not at every step.
 _CAPACITY_EVERY_SECONDS = 1.0
-# The back-to-back steps the capacity is read from (a few seconds of a busy engine), and how many of them a batch
-# size needs before its own figure stands for it: one stall among them moves neither.
-_RECENT_STEPS = 64
-_MEASURED_STEPS = 5
-
-
-class LoopPeriods:
-    """The engine loop's recent periods, step end to step end, of decode steps that followed a busy step."""
-
-    def __init__(self) -> None:
-        self._recent: deque[tuple[int, float, float]] = deque(maxlen=_RECENT_STEPS)  # (batch, period, step seconds)
-        self._last_end: float | None = None  # when the last step that ran a batch was observed
-
-    def observe(self, report: StepReport, now: float) -> None:
-        # Only a decode step (one new frame per request) measures the rooms' period: a prompt's rows cost more.
-        if report.batch and not report.failed and report.frames == report.batch and self._last_end is not None:
-            self._recent.append((report.batch, now - self._last_end, report.seconds))
-        self._last_end = now if report.batch else None  # an idle step breaks the chain: its wait is nobody's loss
-
-    @property
-    def settled(self) -> bool:
-        """Enough steps were seen for a figure that rests on what the loop did, not on the step-cost model alone."""
-        return len(self._recent) >= _MEASURED_STEPS
-
-    def period(self, batch: int, cost: StepCost) -> float | None:
-        """Seconds from one step of `batch` requests to the next, as the rooms in it get their frames: measured where
-        the loop ran that size lately; else the model's step scaled as the loop's periods exceed its steps at the
-        nearest size it ran (typical values both: not the model's average, which a stall still weighs on)."""
-        by_size: dict[int, list[tuple[float, float]]] = {}
-        for size, period, seconds in self._recent:
-            by_size.setdefault(size, []).append((period, seconds))
-        measured = {size: seen for size, seen in by_size.items() if len(seen) >= _MEASURED_STEPS}
-        if batch in measured:
-            return typical(period for period, _ in measured[batch])
-        predicted = cost.predict(batch)
-        if predicted is None or not measured:
-            return predicted
-        nearest = measured[min(measured, key=lambda size: abs(size - batch))]
-        step = typical(seconds for _, seconds in nearest)
-        if step <= 0:
-            return predicted
-        return predicted * max(typical(period for period, _ in nearest) / step, 1.0)
-
-    def rooms_in_real_time(self, cost: StepCost, frame_seconds: float, max_batch: int) -> int | None:
-        """The most requests one step can hold while each still gets its frame within the frame's duration; None
-        before any step was measured."""
-        held = 0
-        for batch in range(1, max_batch + 1):
-            period = self.period(batch, cost)
-            if period is None:
-                return None if batch == 1 else held
-            if period > frame_seconds:
-                break
-            held = batch
-        return held
 
 
 class StepMetrics:
     def __init__(self, metrics: Metrics, cost: StepCost, frame_seconds: float, max_batch: int,
-                 codec: CodecLoad | None = None, clock: Callable[[], float] = time.monotonic):
-        """`codec`: what the codec thread measures of itself (None: the loop's capacity alone)."""
+                 codec: CodecLoad | None = None, clock: Callable[[], float] = time.monotonic,
+                 periods: LoopPeriods | None = None):
+        """`codec`: what the codec thread measures of itself (None: the loop's capacity alone). `periods`: where the
+        loop's periods are kept (the first-chunk hold reads them too), observed here after each step."""
         self.metrics = metrics
         self._cost = cost
         self._frame_seconds = frame_seconds
         self._max_batch = max_batch
         self._clock = clock
-        self._periods = LoopPeriods()
+        self._periods = periods or LoopPeriods()
         self._codec = codec or CodecLoad()
         self._rows_reused_counted = 0
         self._over_capacity = False  # whether the log has said that more rooms want audio than the box holds
