@@ -10,9 +10,9 @@ Gathers, and the time outside every op (an infer's fixed cost: thread wake-ups, 
 which the 15 small infers of the code predictor pay 15 times. The per-node counters of openvino 2026.4's CPU plugin
 do not add up to an infer's wall time (their sum runs above it, and drifts from infer to infer), so each kind of op
 is given as its share of the counted time, and that share of the wall time. The graphs are compiled here as the
-runner compiles them (the talker paged with a u8 cache, the predictor without its heads, which the runner splits
-off, and the 15 heads as models of their own with unquantised activations), from Python, so the figures are the
-plugin's, not the runner's host code (tools/bench_engine.py times that).
+runner compiles them (the talker paged with a u8 cache, the predictor's body without its heads, and those 15 heads
+as models of their own), from Python, so the figures are the plugin's, not the runner's host code
+(tools/bench_engine.py times that).
 
 `--against KEY=VALUE` times instead of profiling: each graph compiled twice, once with `--property` alone (A) and once
 with these on top (B), passes of A and B alternated in one process (in turn, first one then the other leading), and
@@ -90,7 +90,8 @@ def predictor_body(core: ov.Core, xml: Path, batch: int, properties: dict) -> Pa
 
 def predictor_heads(core: ov.Core, xml: Path, batch: int, properties: dict) -> Pass:
     """The 15 output heads as the runner compiles them (native/predictor_heads.cpp): the stacked, compressed weights
-    sliced per head (the same Convert / Subtract / Multiply chain over each head's constants)."""
+    sliced per head (the same Convert / Subtract / Multiply chain over each head's constants), their activations
+    unquantised."""
     model = core.read_model(xml)
     gather = model.output("logits").get_node().input_value(0).get_node().input_value(1).get_node()
     heads = gather.input_value(0).get_partial_shape()[0].get_length()
@@ -107,7 +108,7 @@ def predictor_heads(core: ov.Core, xml: Path, batch: int, properties: dict) -> P
 
 
 def sliced(source: ov.Output, heads: int, index: int) -> ov.Output:
-    """Head `index` of the stacked weights' decompression chain, its mark kept so that the plugin sees one."""
+    """Head `index` of the stacked weights' decompression chain (the plugin finds the pattern by itself)."""
     node = source.get_node()
     if node.get_type_name() == "Constant":
         data = node.get_data()
@@ -123,8 +124,6 @@ def sliced(source: ov.Output, heads: int, index: int) -> ov.Output:
         clone = (opset.subtract if kind == "Subtract" else opset.multiply)(*inputs)
     else:
         raise ValueError(f"the code predictor's stacked heads pass through a {kind}: not split by the runner either")
-    if any(key.startswith("decompression") for key in node.get_rt_info().keys()):
-        clone.get_rt_info()["decompression"] = ""  # the mark the plugin's passes look for
     return clone.output(0)
 
 
