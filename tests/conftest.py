@@ -17,6 +17,21 @@ import pytest
 from helpers import ServiceThread, free_port
 
 
+def pytest_configure(config):
+    """Under `pytest -n N` (pytest-xdist) each worker process takes its own share of the processors it may run on:
+    on two cores, a core each. The OpenVINO CPU plugin sizes its thread pool from the processors it may use, and with
+    the tiny test models its idle pool threads spin between the many sub-millisecond infers: left unpinned, each
+    worker's spinning threads take the core the other worker is computing on. What a worker starts (servers in
+    subprocesses) inherits its share."""
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if not worker or not count or not hasattr(os, "sched_setaffinity"):
+        return
+    cpus = sorted(os.sched_getaffinity(0))
+    share = cpus[int(worker.removeprefix("gw")) % int(count)::int(count)]
+    if share and len(share) < len(cpus):
+        os.sched_setaffinity(0, share)
+
+
 @pytest.fixture(scope="session")
 def chorus() -> ServiceThread:
     # Imported here: tests/ha's venv (Home Assistant, without the served package) reads this file too.
