@@ -174,6 +174,25 @@ def test_a_short_reply_keeps_its_head_start_through_a_hiccup_but_not_through_a_g
     assert p.tiers[2] == "head_start" and p.tiers[3] != "head_start"
 
 
+def test_the_codec_holds_no_block_of_the_only_short_reply_even_after_a_gap():
+    """The only short reply running keeps its head start through gaps (PlaybackPolicy.in_first_seconds), at the
+    codec too: while the engine runs its steps, its own blocks must not wait for them (a reader's may)."""
+    import time as clocks
+    time = Time()
+    time.now = clocks.monotonic()  # the codec asks the clocks at the real time
+    clock = PlaybackClock(text_length=lambda: 40)  # ~2.8 s of audio by its text: short
+    clock.wrote(0.5, now=time.now - 1.2)
+    clock.wrote(2.0, now=time.now - 0.4)  # ran dry for 0.3 s before this chunk: past the tolerance; 1.6 s left
+    announcement = seq_with(2, clock)
+    reader = seq_with(3, listener(time, written=60.0, played=50.0))
+    pacing = paced(PlaybackPolicy(PlaybackLimits(0.0, 1.0, 4.0), cost(b1=0.05, b2=0.07), FRAME, now=time))
+    pacing.skipped([announcement, reader])
+    pacing.mark([announcement, reader])
+    held = pacing.held_back_now()
+    assert pacing.urgent.level == HEAD_START
+    assert not held(announcement.clock) and held(reader.clock)
+
+
 def test_a_reply_silent_for_a_head_start_gets_one_again():
     time = Time()
     slow = cost(b1=0.07, b2=0.09)

@@ -29,7 +29,7 @@ from .codec_load import CodecLoad
 from .first_audio_hold import FirstAudioHold, FirstBlocksOut
 from .first_chunk_hold import FirstChunkHold
 from .loop_periods import LoopPeriods
-from .playback_policy import PlaybackLimits, PlaybackPolicy, short_and_whole
+from .playback_policy import PlaybackLimits, PlaybackPolicy
 from .sequence import Sequence
 from .step_cost import StepCost
 from .urgent_steps import FIRST_AUDIO, HEAD_START, QUIET, UrgentSteps, codec_level
@@ -118,8 +118,7 @@ class PlaybackPacing(Pacing):
         them that much later). A listener with no audio yet never waits."""
         if clock is None or (slack := clock.slack()) is None or slack < self.limits.min_slack_seconds:
             return False
-        in_head_start = clock.written < self.limits.head_start_seconds or short_and_whole(clock)
-        return level == FIRST_AUDIO or (level == HEAD_START and not in_head_start)
+        return level == FIRST_AUDIO or (level == HEAD_START and not self.steps.has_head_start(clock))
 
     def block_out(self, seq_id: int) -> None:
         self.first_blocks.handed_over(seq_id)

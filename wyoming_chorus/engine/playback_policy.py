@@ -65,9 +65,9 @@ def short_and_whole(clock: PlaybackClock) -> bool:
     return clock.underrun_seconds <= SHORT_REPLY_GAP_TOLERANCE_SECONDS and short_reply(clock)
 
 
-def lone_short_reply(running: list[Sequence]) -> int | None:
-    """The id of the one short reply among the running requests, if only one is."""
-    short = [seq.id for seq in running if seq.clock is not None and short_reply(seq.clock)]
+def lone_short_reply(running: list[Sequence]) -> PlaybackClock | None:
+    """The listener of the one short reply among the running requests, if only one is."""
+    short = [seq.clock for seq in running if seq.clock is not None and short_reply(seq.clock)]
     return short[0] if len(short) == 1 else None
 
 
@@ -87,7 +87,9 @@ class PlaybackPolicy:
         self.frame_seconds = frame_seconds
         self._now = now
         self.tiers: dict[int, str] = {}  # request id -> its tier at the last skipped()
-        self._lone_short: int | None = None  # the only short reply running (lone_short_reply), as last looked at
+        # The only short reply's listener (lone_short_reply), as the engine thread last looked; read by the codec
+        # thread too (has_head_start), without a lock: one reference replaced whole.
+        self._lone_short: PlaybackClock | None = None
 
     def skipped(self, running: list[Sequence]) -> set[int]:
         """Ids of the running requests that sit this step out. The tier each running request was found in is kept
@@ -166,9 +168,11 @@ class PlaybackPolicy:
         does so because the box is slower than real time even for it (or a stall of the cores), and sharing the
         readers' steps then only gaps it more (a lone announcement 0.12 s behind at RTF 1.1 went on at batch 8: 0.5-1.2
         s more), while it keeps them out for at most SHORT_REPLY_SECONDS."""
-        clock = seq.clock
-        return clock is not None and (clock.written < self.limits.head_start_seconds or short_and_whole(clock)
-                                      or seq.id == self._lone_short)
+        return seq.clock is not None and self.has_head_start(seq.clock)
+
+    def has_head_start(self, clock: PlaybackClock) -> bool:
+        """in_first_seconds for a listener: the codec thread asks it of the listener whose block is next."""
+        return clock.written < self.limits.head_start_seconds or short_and_whole(clock) or clock is self._lone_short
 
     def _real_time(self, batch: int) -> bool:
         # The language models' step alone, not the codec's share (CodecLoad), unlike the first-chunk hold's rate: the
