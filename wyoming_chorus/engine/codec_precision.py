@@ -11,6 +11,9 @@ within the bound cannot be told from random weights, so the server decodes a few
 load and keeps the cheaper precision only when the bound holds. On a CPU that computes in f32 anyway (AVX2) there
 is nothing to compare.
 
+A verdict is measured once per model files, CPU and OpenVINO release: later starts find it beside the model
+(codec_verdicts.py) and compile only the decoder they serve.
+
 An export may also leave an INT8 decoder beside the float one (export/codec_int8.py: its convolutions run as u8
 VNNI kernels, ~0.66x bf16's CPU time at real dims on Zen 4, ~3.5x bf16's audio error on random weights). Under "auto"
 it is measured first, the same way, and served when its error is within the bound; else the choice above follows.
@@ -27,11 +30,15 @@ from pathlib import Path
 import numpy as np
 
 from wyoming_chorus.cpu import cpu_facts
+from wyoming_chorus.engine import codec_verdicts
 from wyoming_chorus.engine.streaming_codec import StreamingCodecDecoder
 from wyoming_chorus.modeldir.manifest import INT8_CODEC_XML
 
 AUDIO_ERROR_BOUND = 1e-3  # RMS of the difference from f32, as a fraction of full scale
 PROBE_FRAMES = 16  # 1.3 s of audio: ~0.9 s of CPU to decode in f32 at real dims
+
+
+REMEMBERED = "(measured at an earlier start on these files)"  # the verdict came from codec_verdicts.py
 
 
 @dataclass(frozen=True)
@@ -54,9 +61,24 @@ def choose_codec_decoder(xml: str | os.PathLike, codebook_size: int, requested: 
     cheap = facts.inference_precision("")
     if cheap == "f32":
         return CodecChoice(StreamingCodecDecoder(xml), "f32", "the plugin's default here")
+    int8_xml = Path(xml).with_name(INT8_CODEC_XML)
+    key = codec_verdicts.verdict_key([Path(xml), int8_xml], facts, bound)
+    remembered = codec_verdicts.recall(Path(xml).parent, key)
+    if remembered is not None:
+        precision, reason = remembered
+        decoder = (StreamingCodecDecoder(int8_xml) if precision == "int8"
+                   else StreamingCodecDecoder(xml, "" if precision == cheap else "f32"))
+        return CodecChoice(decoder, precision, f"{reason} {REMEMBERED}")
+    choice = _measured_choice(xml, codebook_size, cheap, int8_xml, bound)
+    codec_verdicts.remember(Path(xml).parent, key, choice.precision, choice.reason)
+    return choice
+
+
+def _measured_choice(xml: str | os.PathLike, codebook_size: int, cheap: str, int8_xml: Path,
+                     bound: float) -> CodecChoice:
+    """INT8 if the export left it and it is within the bound, else the plugin's default if within it, else f32."""
     exact = StreamingCodecDecoder(xml, "f32")
     int8_verdict = ""
-    int8_xml = Path(xml).with_name(INT8_CODEC_XML)
     if int8_xml.exists():
         int8 = StreamingCodecDecoder(int8_xml)
         error = probe_error(int8, exact, codebook_size)
