@@ -7,6 +7,7 @@ import shutil
 import numpy as np
 import pytest
 
+from wyoming_chorus.engine.codec_verdicts import VERDICTS
 from wyoming_chorus.engine.runner import RunnerOptions
 from wyoming_chorus.export.builtin import resolve_model
 from wyoming_chorus.export.compress import compress_model_dir
@@ -51,7 +52,8 @@ def test_manifest_records_the_mode_and_every_graph_shrinks(original, compressed)
         assert after < before * 0.6, graph
         assert after == (directory / f"{graph}.xml").stat().st_size + (directory / f"{graph}.bin").stat().st_size
     assert sizes["total"][1] < sizes["total"][0]
-    assert not list(directory.glob(".*"))  # no staging file left behind
+    # No staging file left behind (the codec's precision verdict, engine/codec_verdicts.py, may come with the copy).
+    assert [path.name for path in directory.glob(".*")] in ([], [VERDICTS])
 
 
 def test_the_runner_serves_the_compressed_dir_with_plugin_defaults(compressed):

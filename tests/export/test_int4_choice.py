@@ -11,6 +11,7 @@ import pytest
 
 from wyoming_chorus.config import EngineSettings
 from wyoming_chorus.engine.codec_precision import choose_codec_decoder
+from wyoming_chorus.engine.codec_verdicts import VERDICTS
 from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
 from wyoming_chorus.engine.summary import summary
 from wyoming_chorus.export.builtin import resolve_model
@@ -73,7 +74,8 @@ def test_int4_within_the_threshold_is_kept_and_recorded(lenient):
     assert [line.split(": ")[1] for line in lines] == ["talker", "code predictor"]
     assert all(line.startswith("checking INT4 on this checkpoint: ") and "-> INT4 (threshold" in line
                and "TVD" in line for line in lines)
-    assert not list(directory.glob(".*"))  # no staging file left behind
+    # No staging file left behind (the codec's precision verdict, engine/codec_verdicts.py, may come with the copy).
+    assert [path.name for path in directory.glob(".*")] in ([], [VERDICTS])
 
 
 def test_the_runner_serves_the_checked_dir(lenient):
