@@ -144,6 +144,16 @@ def test_cpu_plugin_fuses_rope_rms_and_stateful_attention(core, weights, config)
         assert types["Softmax"] == 0
 
 
+def test_each_layer_runs_four_weight_products(core, weights, config):
+    # q/k/v as one product and gate/up as one (graphs/ops.py fused_linear), then o and down: each FullyConnected
+    # call has fixed costs, so fewer of them make a faster step. The one more per graph: the talker's codec head,
+    # the tiny predictor's small_to_mtp_projection (its width differs from the talker's).
+    for build, key in ((build_talker, "talker_config"), (build_code_predictor, "code_predictor_config")):
+        section = config["talker_config"] if key == "talker_config" else config["talker_config"][key]
+        types = _runtime_types(core.compile_model(build(weights, config), "CPU"))
+        assert types["FullyConnected"] == 4 * section["num_hidden_layers"] + 1
+
+
 def test_talker_converts_to_paged_attention_and_agrees(core, weights, config):
     stateful = build_talker(weights, config)
     paged = stateful.clone()

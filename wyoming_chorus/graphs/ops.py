@@ -6,7 +6,7 @@ MLP), and rotate_half is Slice + Multiply(-1) (VariadicSplit + Negative blocks t
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import openvino as ov
@@ -78,6 +78,17 @@ def linear(x: ov.Output, weights: Weights, prefix: str, out_features: int, in_fe
     if bias:
         y = op.add(y, weights.const(f"{prefix}.bias", (out_features,))).output(0)
     return y
+
+
+def fused_linear(x: ov.Output, weights: Weights, prefixes: Sequence[str], out_features: Sequence[int],
+                 in_features: int) -> list[ov.Output]:
+    """Several bias-free HF nn.Linear of one input as one MatMul over their weights stacked along the outputs, then
+    split: one FullyConnected call instead of len(prefixes). Compression stays per output row (INT8 per channel,
+    INT4 groups along the inputs), so each part keeps the numbers it would have alone."""
+    stacked = np.concatenate([weights.array_of_shape(f"{prefix}.weight", (out, in_features))
+                              for prefix, out in zip(prefixes, out_features, strict=True)])
+    y = op.matmul(x, constant(stacked), False, True)
+    return list(op.variadic_split(y, ints(-1), ints(list(out_features))).outputs())
 
 
 def silu(x: ov.Output) -> ov.Output:

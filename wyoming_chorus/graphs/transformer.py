@@ -1,7 +1,9 @@
 """The Qwen3 decoder stack shared by the talker and the code predictor.
 
 One layer: RMSNorm -> attention (q/k RMSNorm per head, RoPE, GQA, SDPA with an explicit mask) -> residual ->
-RMSNorm -> SwiGLU MLP -> residual. The talker's MRoPE feeds identical t/h/w positions for TTS, which is exactly
+RMSNorm -> SwiGLU MLP -> residual. q/k/v are one matrix product and gate/up another (ops.fused_linear): four
+FullyConnected calls a layer instead of seven, each of which pays the plugin's fixed costs (the code predictor runs
+its layers 15 times a frame). The talker's MRoPE feeds identical t/h/w positions for TTS, which is exactly
 1-D RoPE, so both models use the same rotary code.
 
 K/V history lives in OpenVINO state variables (`KVState`), in the layout the CPU plugin's stateful SDPA fusion and
@@ -18,7 +20,7 @@ import openvino as ov
 import openvino.opset13 as op
 
 from wyoming_chorus.graphs.attention import apply_rope, merge_heads, repeat_kv, rope_tables, split_heads, to_bhsd
-from wyoming_chorus.graphs.ops import Weights, arange, dim, ints, linear, require, rms_norm, scalar, silu
+from wyoming_chorus.graphs.ops import Weights, arange, dim, fused_linear, ints, linear, require, rms_norm, scalar, silu
 
 # Added to masked attention scores; finite so that a fully masked (left-padding) row stays NaN-free.
 _MASKED = np.float32(np.finfo(np.float32).min)
@@ -115,9 +117,9 @@ def _attention(x: ov.Output, weights: Weights, prefix: str, spec: DecoderSpec, l
                rope: tuple[ov.Output, ov.Output], mask: ov.Output, kv: KVState) -> ov.Output:
     d, h, kvh = spec.head_dim, spec.num_heads, spec.num_kv_heads
     eps = spec.rms_norm_eps
-    q = split_heads(linear(x, weights, f"{prefix}.q_proj", h * d, spec.hidden_size), h, d)
-    k = split_heads(linear(x, weights, f"{prefix}.k_proj", kvh * d, spec.hidden_size), kvh, d)
-    v = split_heads(linear(x, weights, f"{prefix}.v_proj", kvh * d, spec.hidden_size), kvh, d)
+    q, k, v = fused_linear(x, weights, [f"{prefix}.{name}_proj" for name in "qkv"], [h * d, kvh * d, kvh * d],
+                           spec.hidden_size)
+    q, k, v = split_heads(q, h, d), split_heads(k, kvh, d), split_heads(v, kvh, d)
     q = apply_rope(to_bhsd(rms_norm(q, weights, f"{prefix}.q_norm.weight", d, eps)), *rope, d)
     k = apply_rope(to_bhsd(rms_norm(k, weights, f"{prefix}.k_norm.weight", d, eps)), *rope, d)
     k_all, v_all = kv.append(layer, k, to_bhsd(v))
@@ -129,9 +131,8 @@ def _attention(x: ov.Output, weights: Weights, prefix: str, spec: DecoderSpec, l
 
 def _mlp(x: ov.Output, weights: Weights, prefix: str, spec: DecoderSpec) -> ov.Output:
     hidden, inner = spec.hidden_size, spec.intermediate_size
-    gate = silu(linear(x, weights, f"{prefix}.gate_proj", inner, hidden))
-    up = linear(x, weights, f"{prefix}.up_proj", inner, hidden)
-    return linear(op.multiply(gate, up).output(0), weights, f"{prefix}.down_proj", hidden, inner)
+    gate, up = fused_linear(x, weights, [f"{prefix}.gate_proj", f"{prefix}.up_proj"], [inner, inner], hidden)
+    return linear(op.multiply(silu(gate), up).output(0), weights, f"{prefix}.down_proj", hidden, inner)
 
 
 def decoder_stack(x: ov.Output, weights: Weights, prefix: str, spec: DecoderSpec, positions: ov.Output,
