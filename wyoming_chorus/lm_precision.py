@@ -1,14 +1,19 @@
 """The precision the talker and code predictor compute in when engine.inference_precision leaves it to us.
 
-On an AMX CPU (whose plugin computes in bf16 by default), INT8 and INT4 weights run faster in f32: their
-FullyConnected kernels unpack the weights into f32 (`brgemm_avx512_f32`) more cheaply than into bf16, where the tiles
-never help them anyway (only uncompressed weights reach AMX; docs/performance.md, Which kernels run). Measured with
-`tools/bench_engine.py` on 2 AMX cores, 0.6b, frame ms at batch 1 / 8 / 16, plugin default -> f32:
-INT8 105 / 221 / 234 -> 68 / 118 / 193, INT4 78 / 171 / 202 -> 52 / 100 / 161 (f16 weights are the other way
-round: their predictor takes 1.3-2.3x longer in f32). On AVX-512 bf16 without AMX (2 cores of an AMD EPYC, Zen 4)
-the plugin's bf16 kernels are as fast or faster (one process alternating both, frame ms f32 / bf16 at batch 1 and
-16: INT8 91 / 90 and 200 / 206, INT4 59 / 55 and 226 / 194), so there the default stays. The codec decoder is float
-and keeps its own precision (engine.codec_precision). Only the CPU is decided here: a GPU keeps the default.
+Where the CPU plugin computes in bf16 by default (AMX, and AVX-512 bf16 without it), INT8 and INT4 weights compute
+in f32:
+- On AMX their FullyConnected kernels unpack the weights into f32 (`brgemm_avx512_f32`) more cheaply than into bf16,
+  where the tiles never help them anyway (only uncompressed weights reach AMX; docs/performance.md, Which kernels
+  run). `tools/bench_engine.py` on 2 AMX cores, 0.6b, frame ms at batch 1 / 8 / 16, plugin default -> f32:
+  INT8 105 / 221 / 234 -> 68 / 118 / 193, INT4 78 / 171 / 202 -> 52 / 100 / 161.
+- On AVX-512 bf16 without AMX (2 cores of an AMD EPYC, Zen 4) the two cost the same (one process alternating steps,
+  30 pairs, fused projections, f32 / bf16: INT8 frame 0.97x at batch 1, 1.04x at 8, 1.03x at 16; INT4 0.95x,
+  1.02x, 1.04x), but bf16 made a request's frames depend on who shared its step: the plugin's batched bf16 kernels
+  moved a 0.6b INT8 code predictor's logits by up to 2 (on a scale of 2.8) against the same frame alone, with NaN in
+  some rows from batch 8, and the runner gave 1 of 8 sequences the same codes batched as alone; in f32, 8 of 8
+  (tests/native/test_batch_invariance.py).
+f16 weights keep the default (on AMX their predictor takes 1.3-2.3x longer in f32). The codec decoder is float and
+keeps its own precision (engine.codec_precision). Only the CPU is decided here: a GPU keeps the default.
 """
 from __future__ import annotations
 
@@ -34,13 +39,13 @@ def lm_precision(requested: str, weights: str, device: str, facts: CpuFacts | No
         return LmPrecision(requested, "set by engine.inference_precision")
     if device != "CPU" or facts is None:
         return LmPrecision("", "the device's default")
-    if (weights in COMPRESSED and facts.isa == "amx_bf16" and facts.inference_precision("") != "f32"
+    if (weights in COMPRESSED and facts.inference_precision("") == "bf16"
             and facts.kv_error(kv_precision, "f32") is None):
-        return LmPrecision("f32", f"{weights.upper()} weights unpack faster into f32 than into "
-                                  f"{facts.inference_precision('')} on this AMX CPU (1.2-1.7x a step)")
-    if weights in COMPRESSED and facts.inference_precision("") == "bf16" and facts.isa != "amx_bf16":
-        return LmPrecision("", f"the plugin's default: {weights.upper()} weights run as fast or faster in bf16 "
-                               f"than in f32 on AVX-512 bf16 without AMX")
+        if facts.isa == "amx_bf16":
+            return LmPrecision("f32", f"{weights.upper()} weights unpack faster into f32 than into bf16 on this AMX "
+                                      f"CPU (1.2-1.7x a step)")
+        return LmPrecision("f32", f"{weights.upper()} weights cost the same in f32 as in bf16 on this CPU, and in f32 "
+                                  f"a request's frames do not depend on who shares its step")
     return LmPrecision("", "the plugin's default")
 
 
