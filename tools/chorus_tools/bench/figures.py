@@ -25,6 +25,7 @@ def machine(directory: Path, kv: str, inference_hint: str = "") -> dict:
     import openvino
 
     from wyoming_chorus.cpu import cpu_facts
+    from wyoming_chorus.lm_precision import lm_precision
     from wyoming_chorus.modeldir.manifest import ModelDir
 
     text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
@@ -32,8 +33,11 @@ def machine(directory: Path, kv: str, inference_hint: str = "") -> dict:
     flags = set(flags_line.group(1).split()) if flags_line else set()
     name = re.search(r"^model name\s*:\s*(.*)$", text, re.MULTILINE)
     manifest = ModelDir(directory).manifest
-    try:
-        inference = cpu_facts().inference_precision(inference_hint)
+    try:  # the talker and code predictor may compute in another precision than the plugin's default (the codec's)
+        facts = cpu_facts()
+        plugin = facts.inference_precision(inference_hint)
+        lm = facts.inference_precision(lm_precision(inference_hint, manifest.weights, "CPU", facts).hint)
+        inference = plugin if lm == plugin else f"{lm} (talker, code predictor), {plugin} (codec)"
     except Exception:  # noqa: BLE001  (a header detail, not a reason to fail)
         inference = "device default"
     return {
