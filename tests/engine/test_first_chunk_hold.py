@@ -238,6 +238,27 @@ def test_the_only_short_reply_keeps_its_head_start_through_a_gap():
     assert policy.tiers[1] == "head_start"
 
 
+
+def test_a_long_reply_in_its_last_seconds_is_not_the_only_short_reply():
+    """A long reply's tail (6 s left of 21) that has gapped is short by what is left, but not short as a whole: it
+    is not given the steps as the only short reply. Past the box's capacity it gapped long before, and run nearly
+    alone it starved the others for little (0.6b INT8 on Zen 4, a mixed burst of 8: the assistants' tails one after
+    another, 1.25-1.36 audio s per s against FCFS's 2.07-2.21, and more gaps)."""
+    time = Time()
+    policy = PlaybackPolicy(PlaybackLimits(), step_cost(b1=0.05, b3=0.2), FRAME, now=time)
+    tail_clock = PlaybackClock(text_length=lambda: 300)  # 21 s by its text
+    tail_clock.wrote(15.0, now=time.now - 15.6)
+    tail_clock.wrote(0.08, now=time.now)  # after 0.6 s of silence
+    reader_clocks = [PlaybackClock(text_length=lambda: 1200) for _ in range(2)]
+    for clock in reader_clocks:
+        clock.wrote(10.0, now=time.now - 9.8)
+    tail = sentence(1, 300, tail_clock)
+    readers = [sentence(2 + n, 250, clock) for n, clock in enumerate(reader_clocks)]
+    assert tail_clock.expected_seconds(0.07) - tail_clock.written <= 8.0  # short by what is left
+    assert policy.skipped([tail, *readers]) == set()
+    assert policy.tiers[1] != "head_start"
+
+
 # ---- past the box's capacity: a short reply is made as a head start, and its hold is planned on that
 
 

@@ -9,12 +9,13 @@ import shutil
 
 import numpy as np
 import pytest
-from native_steps import Entry, Model, rows, run_step
 from safetensors.numpy import load_file
 
 from wyoming_chorus.cpu import cpu_facts
 from wyoming_chorus.export.builtin import resolve_model
 from wyoming_chorus.lm_precision import activation_groups, lm_precision
+
+from native_steps import Entry, Model, rows, run_step
 
 FRAMES = 4
 BATCH = 4
@@ -46,7 +47,8 @@ def served_runner(model: Model):
 def speak(runner, model: Model, prompts, texts, blocks):
     """Greedy frames of the given sequences, all in one step each. Returns per sequence a list of (codes, logits)."""
     H = model.hidden
-    entries = [Entry(prompt, 0, block, frame=0, text_next=text[0]) for prompt, text, block in zip(prompts, texts, blocks)]
+    entries = [Entry(prompt, 0, block, frame=0, text_next=text[0])
+               for prompt, text, block in zip(prompts, texts, blocks, strict=True)]
     frames = [[] for _ in entries]
     for _ in range(FRAMES):
         codes, _, next_embeds, logits = run_step(runner, entries, H)

@@ -8,7 +8,8 @@ in this order, while the step's cost allows:
 1. *first*: no audio out yet (its first chunk not yet at the writer, or held there: engine/first_chunk_hold.py);
    with `head_start_seconds` > 0, also a reply silent that long (it starts over, so none starves);
 2. *head start*: a short reply (at most SHORT_REPLY_SECONDS left to make, by its text) heard with no gap so far
-   (SHORT_REPLY_GAP_TOLERANCE_SECONDS of silence forgiven; any, when it is the only short reply running),
+   (SHORT_REPLY_GAP_TOLERANCE_SECONDS of silence forgiven; any, when it is the only reply running that is short
+   as a whole: an announcement, not a long reply's last seconds),
    or with `head_start_seconds` > 0 one with less than that written; the least audio written first;
 3. *low slack*: less than `min_slack_seconds` of audio left to play, the reply with the least audio delivered first;
 4. the rest, least slack first. One with more than `max_slack_seconds` left skips the step (keeping its blocks and
@@ -65,9 +66,18 @@ def short_and_whole(clock: PlaybackClock) -> bool:
     return clock.underrun_seconds <= SHORT_REPLY_GAP_TOLERANCE_SECONDS and short_reply(clock)
 
 
+def short_whole_reply(clock: PlaybackClock) -> bool:
+    """The whole reply is short by its text (an announcement), not only the last seconds of a long one."""
+    expected = clock.expected_seconds(SECONDS_PER_CHARACTER)
+    return expected is not None and expected <= SHORT_REPLY_SECONDS
+
+
 def lone_short_reply(running: list[Sequence]) -> PlaybackClock | None:
-    """The listener of the one short reply among the running requests, if only one is."""
-    short = [seq.clock for seq in running if seq.clock is not None and short_reply(seq.clock)]
+    """The listener of the one reply among the running requests that is short as a whole, if only one is. Not a long
+    reply in its last seconds: past the box's capacity such a tail has gapped long before, and given the steps as the
+    only short reply it ran nearly alone while the others starved (0.6b INT8 on Zen 4, mixed burst of 8: the
+    assistants' tails one after another, 1.25-1.36 audio s per s against FCFS's 2.07-2.21, and more gaps)."""
+    short = [seq.clock for seq in running if seq.clock is not None and short_whole_reply(seq.clock)]
     return short[0] if len(short) == 1 else None
 
 
@@ -163,8 +173,9 @@ class PlaybackPolicy:
 
     def in_first_seconds(self, seq: Sequence) -> bool:
         """It has a head start: its listener waits for the reply's first head_start_seconds (fewer written so far),
-        or it is a short reply heard with no gap so far (`short_and_whole`), or the only short reply running, gaps
-        or not; False without a listener. The gap tolerance is for too many short ones at once: one alone that gaps
+        or it is a short reply heard with no gap so far (`short_and_whole`), or the only reply running that is short
+        as a whole (`lone_short_reply`: an announcement, not a long reply's last seconds), gaps or not; False without
+        a listener. The gap tolerance is for too many short ones at once: one alone that gaps
         does so because the box is slower than real time even for it (or a stall of the cores), and sharing the
         readers' steps then only gaps it more (a lone announcement 0.12 s behind at RTF 1.1 went on at batch 8: 0.5-1.2
         s more), while it keeps them out for at most SHORT_REPLY_SECONDS."""
