@@ -239,6 +239,22 @@ def test_the_only_short_reply_keeps_its_head_start_through_a_gap():
 
 
 
+def test_the_only_short_reply_keeps_its_head_start_across_its_sentences():
+    """An announcement of two sentences has both in the batch at once (the next one is made ahead), each with the
+    reply's one clock: it is still the only short reply, and keeps its head start through a gap."""
+    time = Time()
+    policy = PlaybackPolicy(PlaybackLimits(), step_cost(b1=0.05, b4=0.2), FRAME, now=time)
+    clock = PlaybackClock(text_length=lambda: 66)
+    clock.wrote(1.0, now=time.now - 1.6)
+    clock.wrote(0.08, now=time.now)  # after 0.6 s of silence
+    reader_clocks = [PlaybackClock(text_length=lambda: 1200) for _ in range(2)]
+    for reader in reader_clocks:
+        reader.wrote(10.0, now=time.now - 9.8)
+    sentences = [sentence(1, 30, clock), sentence(2, 30, clock)]
+    readers = [sentence(3 + n, 250, reader) for n, reader in enumerate(reader_clocks)]
+    assert policy.skipped([*sentences, *readers]) == {3, 4}
+    assert policy.tiers[1] == policy.tiers[2] == "head_start"
+
 def test_a_long_reply_in_its_last_seconds_is_not_the_only_short_reply():
     """A long reply's tail (6 s left of 21) that has gapped is short by what is left, but not short as a whole: it
     is not given the steps as the only short reply. Past the box's capacity it gapped long before, and run nearly
