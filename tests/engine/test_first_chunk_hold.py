@@ -219,41 +219,46 @@ def test_a_short_reply_heard_whole_so_far_goes_first_until_its_first_gap_beside_
     assert policy.skipped([*announcements, *readers]) == set()
 
 
+def gapped_reply(time: Time, characters: int, written: float) -> PlaybackClock:
+    """A reply's listener (`characters` of text) that heard `written` s of audio, then 0.6 s of silence, then a
+    frame just now."""
+    clock = PlaybackClock(text_length=lambda: characters)
+    clock.wrote(written, now=time.now - written - 0.6)
+    clock.wrote(0.08, now=time.now)
+    return clock
+
+
+def readers_running_dry(time: Time, first_id: int) -> list[Sequence]:
+    """Two readers of long texts, 0.2 s of audio left to play each (low slack)."""
+    clocks = [PlaybackClock(text_length=lambda: 1200) for _ in range(2)]
+    for clock in clocks:
+        clock.wrote(10.0, now=time.now - 9.8)
+    return [sentence(first_id + n, 250, clock) for n, clock in enumerate(clocks)]
+
+
 def test_the_only_short_reply_keeps_its_head_start_through_a_gap():
     """Alone among readers, an announcement that gapped anyway (the box is slower than real time even for it, or a
     stall took the cores) keeps the steps: beside the readers it would gap far more, and it keeps them out for a few
     seconds at most. (Demoted, one 0.12 s behind at RTF 1.1 went on at batch 8 and ended 0.5-1.2 s behind.)"""
     time = Time()
     policy = PlaybackPolicy(PlaybackLimits(), step_cost(b1=0.05, b3=0.2), FRAME, now=time)
-    announcement_clock = PlaybackClock(text_length=lambda: 60)
-    announcement_clock.wrote(1.0, now=time.now - 1.6)
-    announcement_clock.wrote(0.08, now=time.now)  # after 0.6 s of silence
-    reader_clocks = [PlaybackClock(text_length=lambda: 1200) for _ in range(2)]
-    for clock in reader_clocks:
-        clock.wrote(10.0, now=time.now - 9.8)
-    announcement = sentence(1, 60, announcement_clock)
-    readers = [sentence(2 + n, 250, clock) for n, clock in enumerate(reader_clocks)]
+    announcement_clock = gapped_reply(time, 60, written=1.0)
     assert announcement_clock.underrun_seconds > 0.5
-    assert policy.skipped([announcement, *readers]) == {2, 3}
+    assert policy.skipped([sentence(1, 60, announcement_clock), *readers_running_dry(time, 2)]) == {2, 3}
     assert policy.tiers[1] == "head_start"
-
 
 
 def test_the_only_short_reply_keeps_its_head_start_across_its_sentences():
     """An announcement of two sentences has both in the batch at once (the next one is made ahead), each with the
-    reply's one clock: it is still the only short reply, and keeps its head start through a gap."""
+    reply's one clock: it is still the only short reply, and keeps its head start through a gap. (Counted by
+    sentence, a two-sentence announcement among seven readers gapped 8.4-8.9 s, a one-sentence one 0.3-1.9 s.)"""
     time = Time()
     policy = PlaybackPolicy(PlaybackLimits(), step_cost(b1=0.05, b4=0.2), FRAME, now=time)
-    clock = PlaybackClock(text_length=lambda: 66)
-    clock.wrote(1.0, now=time.now - 1.6)
-    clock.wrote(0.08, now=time.now)  # after 0.6 s of silence
-    reader_clocks = [PlaybackClock(text_length=lambda: 1200) for _ in range(2)]
-    for reader in reader_clocks:
-        reader.wrote(10.0, now=time.now - 9.8)
+    clock = gapped_reply(time, 66, written=1.0)
     sentences = [sentence(1, 30, clock), sentence(2, 30, clock)]
-    readers = [sentence(3 + n, 250, reader) for n, reader in enumerate(reader_clocks)]
-    assert policy.skipped([*sentences, *readers]) == {3, 4}
+    assert policy.skipped([*sentences, *readers_running_dry(time, 3)]) == {3, 4}
     assert policy.tiers[1] == policy.tiers[2] == "head_start"
+
 
 def test_a_long_reply_in_its_last_seconds_is_not_the_only_short_reply():
     """A long reply's tail (6 s left of 21) that has gapped is short by what is left, but not short as a whole: it
@@ -262,16 +267,9 @@ def test_a_long_reply_in_its_last_seconds_is_not_the_only_short_reply():
     another, 1.25-1.36 audio s per s against FCFS's 2.07-2.21, and more gaps)."""
     time = Time()
     policy = PlaybackPolicy(PlaybackLimits(), step_cost(b1=0.05, b3=0.2), FRAME, now=time)
-    tail_clock = PlaybackClock(text_length=lambda: 300)  # 21 s by its text
-    tail_clock.wrote(15.0, now=time.now - 15.6)
-    tail_clock.wrote(0.08, now=time.now)  # after 0.6 s of silence
-    reader_clocks = [PlaybackClock(text_length=lambda: 1200) for _ in range(2)]
-    for clock in reader_clocks:
-        clock.wrote(10.0, now=time.now - 9.8)
-    tail = sentence(1, 300, tail_clock)
-    readers = [sentence(2 + n, 250, clock) for n, clock in enumerate(reader_clocks)]
+    tail_clock = gapped_reply(time, 300, written=15.0)  # 21 s by its text
     assert tail_clock.expected_seconds(0.07) - tail_clock.written <= 8.0  # short by what is left
-    assert policy.skipped([tail, *readers]) == set()
+    assert policy.skipped([sentence(1, 300, tail_clock), *readers_running_dry(time, 2)]) == set()
     assert policy.tiers[1] != "head_start"
 
 
