@@ -8,10 +8,12 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 
 #include "device.hpp"
 #include "runner.hpp"
+#include "vnni_matmul.hpp"
 
 namespace nb = nanobind;
 
@@ -55,13 +57,14 @@ public:
              In<float> cp_codec_embedding, const std::string& device, const std::string& kv_precision,
              const std::string& inference_precision, std::size_t num_blocks, std::size_t kv_cache_bytes,
              int32_t eos_id, int32_t suppress_from, std::optional<uint64_t> dynamic_quantization_group_size,
-             std::optional<uint64_t> batched_dynamic_quantization_group_size, std::size_t batched_from)
+             std::optional<uint64_t> batched_dynamic_quantization_group_size, std::size_t batched_from,
+             bool native_matmuls)
         : codec_embedding_(std::move(codec_embedding)),
           cp_codec_embedding_(std::move(cp_codec_embedding)),
           runner_(RunnerOptions{talker_xml, code_predictor_xml, codec_table(), cp_tables(), device, kv_precision,
                                 inference_precision, num_blocks, kv_cache_bytes, eos_id, suppress_from,
                                 dynamic_quantization_group_size, batched_dynamic_quantization_group_size,
-                                batched_from}) {}
+                                batched_from, native_matmuls}) {}
 
     Runner& runner() { return runner_; }
 
@@ -171,6 +174,42 @@ nb::list kernels(PyRunner& self) {
     return out;
 }
 
+// The VNNI kernel alone on given weights, for tests against a reference of its arithmetic: q [n, k] (u8 codes with
+// zero [n] for "int8"; -8..7 for "int4", zero unused), scale [n] or [n, k / group], x [rows, k] -> y [rows, n].
+nb::object vnni_matmul_of(const std::string& kind, In<int32_t> q, In<float> scale, In<float> zero, In<float> x,
+                          std::size_t group) {
+    if (!vnni_matmul_available()) throw std::runtime_error("this CPU has no AVX-512 VNNI");
+    expect_ndim(q, 2, "q");
+    expect_ndim(x, 2, "x");
+    const std::size_t n = q.shape(0), k = q.shape(1), rows = x.shape(0);
+    if (x.shape(1) != k) throw std::invalid_argument("x and q disagree on k");
+    std::vector<float> scales(scale.data(), scale.data() + scale.size());
+    PackedWeights packed{PackedWeights::Kind::int8_asym};
+    if (kind == "int8") {
+        if (scale.size() != n || zero.size() != n) throw std::invalid_argument("int8 takes scale [n] and zero [n]");
+        std::vector<uint8_t> codes(n * k);
+        for (std::size_t i = 0; i < n * k; ++i) {
+            if (q.data()[i] < 0 || q.data()[i] > 255) throw std::invalid_argument("int8 codes are 0..255");
+            codes[i] = static_cast<uint8_t>(q.data()[i]);
+        }
+        packed = pack_int8_asym(codes.data(), scales.data(), zero.data(), n, k, group);
+    } else if (kind == "int4") {
+        if (group == 0 || k % group != 0 || scale.size() != n * (k / group)) {
+            throw std::invalid_argument("int4 takes scale [n, k / group]");
+        }
+        std::vector<int8_t> codes(q.data(), q.data() + n * k);
+        packed = pack_int4_sym(codes.data(), scales.data(), n, k, group);
+    } else {
+        throw std::invalid_argument("kind is int8 or int4, got " + kind);
+    }
+    std::vector<float> y(rows * n);
+    {
+        nb::gil_scoped_release release;
+        vnni_matmul(packed, x.data(), rows, y.data());
+    }
+    return to_numpy(std::move(y), {rows, n});
+}
+
 }  // namespace
 
 NB_MODULE(_native, m) {
@@ -178,12 +217,13 @@ NB_MODULE(_native, m) {
     nb::class_<PyRunner>(m, "Runner")
         .def(nb::init<const std::string&, const std::string&, In<float>, In<float>, const std::string&,
                       const std::string&, const std::string&, std::size_t, std::size_t, int32_t, int32_t,
-                      std::optional<uint64_t>, std::optional<uint64_t>, std::size_t>(),
+                      std::optional<uint64_t>, std::optional<uint64_t>, std::size_t, bool>(),
              nb::arg("talker_xml"), nb::arg("code_predictor_xml"), nb::arg("codec_embedding"),
              nb::arg("cp_codec_embedding"), nb::arg("device"), nb::arg("kv_precision"), nb::arg("inference_precision"),
              nb::arg("num_blocks"), nb::arg("kv_cache_bytes"), nb::arg("eos_id"), nb::arg("suppress_from"),
              nb::arg("dynamic_quantization_group_size").none() = nb::none(),
-             nb::arg("batched_dynamic_quantization_group_size").none() = nb::none(), nb::arg("batched_from") = 0)
+             nb::arg("batched_dynamic_quantization_group_size").none() = nb::none(), nb::arg("batched_from") = 0,
+             nb::arg("native_matmuls") = false)
         .def("step", &step, nb::arg("batch"),
              "One model step for every entry of a StepBatch; returns (codes, is_eos, next_embeds, logits | None).")
         .def_prop_ro("block_size", [](PyRunner& self) { return self.runner().block_size(); })
@@ -198,8 +238,16 @@ NB_MODULE(_native, m) {
         .def_prop_ro("dynamic_quantization_group_size",
                      [](PyRunner& self) { return self.runner().dynamic_quantization_group_size(); },
                      "The talker's DYNAMIC_QUANTIZATION_GROUP_SIZE as compiled (0: activations not quantised).")
+        .def_prop_ro("native_matmuls", [](PyRunner& self) { return self.runner().native_matmuls(); },
+                     "(talker, code predictor body): how many compressed-weight MatMuls run on the project's VNNI "
+                     "kernel (native/compressed_matmul.hpp); (0, 0) where the CPU or the precision does not allow it.")
         .def("kernels", &kernels,
              "(graph, layer type, kernel, precision) of every op the plugin runs, after at least one step.");
+    m.def("vnni_matmul", &vnni_matmul_of, nb::arg("kind"), nb::arg("q"), nb::arg("scale"), nb::arg("zero"),
+          nb::arg("x"), nb::arg("group"),
+          "The compressed-weight kernel alone (native/vnni_matmul.hpp), for tests: y [rows, n] = x · Wᵀ.");
+    m.def("vnni_matmul_available", &vnni_matmul_available,
+          "Whether this CPU runs the project's compressed-weight kernel (AVX-512 F, BW and VNNI, by CPUID).");
     m.def("cpu_isa", &cpu_isa,
           "The most telling ISA extension CPUID reports (amx_bf16, avx512_bf16, avx512f, avx2 or \"\"): what the "
           "plugin's kernels dispatch on, also under an emulator.");

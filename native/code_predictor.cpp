@@ -27,7 +27,7 @@ CodePredictor::Body::Body(ov::Core& core, const std::shared_ptr<ov::Model>& mode
 
 CodePredictor::CodePredictor(ov::Core& core, const std::string& xml, const std::string& device,
                              const ov::AnyMap& properties, EmbeddingTables tables,
-                             const std::optional<BatchedVariant>& batched)
+                             const std::optional<BatchedVariant>& batched, bool native_matmuls)
     : tables_(std::move(tables)),
       hidden_size_(tables_.at(0).dim),
       codebook_size_(tables_.at(0).rows),
@@ -48,6 +48,9 @@ CodePredictor::CodePredictor(ov::Core& core, const std::string& xml, const std::
             head_requests_.push_back(heads_.back().create_infer_request());
         }
     }
+    // Only the body: each head is one product per call whose logits pick the codes, kept on decompressed weights
+    // as above (the kernel quantises its activations).
+    if (native_matmuls) native_matmuls_ = use_native_matmuls(body);
     bodies_.reserve(2);
     bodies_.emplace_back(core, body, device, properties, out_name);
     if (heads_.empty()) check_logits(bodies_.front().compiled, codebook_size_);

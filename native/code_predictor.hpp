@@ -10,6 +10,7 @@
 
 #include <openvino/runtime/core.hpp>
 
+#include "compressed_matmul.hpp"
 #include "kernels.hpp"
 #include "sampling.hpp"
 #include "tables.hpp"
@@ -33,7 +34,8 @@ struct BatchedVariant {
 class CodePredictor {
 public:
     CodePredictor(ov::Core& core, const std::string& xml, const std::string& device, const ov::AnyMap& properties,
-                  EmbeddingTables tables, const std::optional<BatchedVariant>& batched = std::nullopt);
+                  EmbeddingTables tables, const std::optional<BatchedVariant>& batched = std::nullopt,
+                  bool native_matmuls = false);
 
     // codes: [B, tables] (codebooks 1..), embedding_sum: [B, H] = sum_j E_j(c_{j+1}).
     void predict(const std::vector<PredictorRow>& rows, int32_t* codes, float* embedding_sum);
@@ -43,6 +45,8 @@ public:
     std::vector<KernelInfo> kernels() const;
     // True when the output heads were split off into models of their own (predictor_heads.hpp).
     bool split_heads() const { return !heads_.empty(); }
+    // The body's compressed-weight MatMuls run by vnni_matmul (the heads stay the plugin's: see the constructor).
+    const NativeMatMuls& native_matmuls() const { return native_matmuls_; }
 
 private:
     void update_views(std::size_t batch);
@@ -61,6 +65,7 @@ private:
     };
     std::vector<Body> bodies_;  // [0]: every batch; [1], if any: batches of batched_from_ and more
     std::size_t batched_from_ = 0;
+    NativeMatMuls native_matmuls_;
     Body* active_ = nullptr;  // the one this frame runs on
     std::vector<ov::CompiledModel> heads_;  // empty when unsplit
     std::vector<ov::InferRequest> head_requests_;

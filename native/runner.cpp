@@ -33,9 +33,13 @@ Runner::Runner(const RunnerOptions& options)
       eos_id_(options.eos_id) {
     check_tables(options);
     const auto inference_precision = parse_inference_precision(options.inference_precision);
+    // The kernel computes in f32; where the plugin would compute in bf16 or f16 the MatMuls stay its own.
+    const bool native_matmuls =
+        options.native_matmuls && device_ == "CPU" && vnni_matmul_available() &&
+        inference_precision.value_or(core_.get_property(device_, ov::hint::inference_precision)) == ov::element::f32;
     talker_.emplace(core_, TalkerOptions{options.talker_xml, device_, parse_kv_precision(options.kv_precision),
                                          inference_precision, options.num_blocks, options.kv_cache_bytes,
-                                         options.dynamic_quantization_group_size});
+                                         options.dynamic_quantization_group_size, native_matmuls});
     if (talker_->hidden_size() != codec_embedding_.dim || talker_->vocab_size() != codec_embedding_.rows) {
         throw std::invalid_argument("codec_embedding is [" + std::to_string(codec_embedding_.rows) + ", " +
                                     std::to_string(codec_embedding_.dim) + "] but the talker has vocabulary " +
@@ -62,7 +66,7 @@ Runner::Runner(const RunnerOptions& options)
         }
     }
     predictor_.emplace(core_, options.code_predictor_xml, device_, predictor_properties, options.cp_codec_embedding,
-                       batched);
+                       batched, native_matmuls);
     filter_.emplace(CodecHeadRules{options.eos_id, options.suppress_from}, codec_embedding_.rows);
 }
 

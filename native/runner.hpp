@@ -36,6 +36,9 @@ struct RunnerOptions {
     // and more (0: no second compile).
     std::optional<uint64_t> batched_dynamic_quantization_group_size;
     std::size_t batched_from = 0;
+    // Run the talker's and the code predictor body's compressed-weight MatMuls with vnni_matmul where it can
+    // (compressed_matmul.hpp): on the CPU, with AVX-512 VNNI, computing in f32.
+    bool native_matmuls = false;
 };
 
 class Runner {
@@ -55,6 +58,10 @@ public:
     std::vector<KernelInfo> predictor_kernels() const { return predictor_->kernels(); }
     bool predictor_heads_split() const { return predictor_->split_heads(); }
     uint64_t dynamic_quantization_group_size() const { return talker_->dynamic_quantization_group_size(); }
+    // MatMuls run by vnni_matmul: talker, code predictor body.
+    std::pair<std::size_t, std::size_t> native_matmuls() const {
+        return {talker_->native_matmuls().replaced, predictor_->native_matmuls().replaced};
+    }
 
 private:
     ov::Core core_;

@@ -64,7 +64,9 @@ PagedTalker::PagedTalker(ov::Core& core, const TalkerOptions& options) {
     if (options.dynamic_quantization_group_size) {
         properties.emplace(ov::hint::dynamic_quantization_group_size(*options.dynamic_quantization_group_size));
     }
-    compiled_ = core.compile_model(read_paged(core, options.xml), options.device, properties);
+    auto model = read_paged(core, options.xml);
+    if (options.native_matmuls) native_matmuls_ = use_native_matmuls(model);
+    compiled_ = core.compile_model(model, options.device, properties);
     expect_paged_inputs(compiled_);
     request_ = compiled_.create_infer_request();
 

@@ -9,6 +9,7 @@
 
 #include <openvino/runtime/core.hpp>
 
+#include "compressed_matmul.hpp"
 #include "kernels.hpp"
 #include "paged_cache.hpp"
 #include "step.hpp"
@@ -21,6 +22,7 @@ struct TalkerOptions {
     std::size_t num_blocks;
     std::size_t cache_bytes;
     std::optional<uint64_t> dynamic_quantization_group_size;
+    bool native_matmuls = false;  // compressed-weight MatMuls run by vnni_matmul (compressed_matmul.hpp)
 };
 
 class PagedTalker {
@@ -39,6 +41,7 @@ public:
     // What the plugin actually runs at (its default when none was asked for).
     ov::element::Type inference_precision() const;
     uint64_t dynamic_quantization_group_size() const;
+    const NativeMatMuls& native_matmuls() const { return native_matmuls_; }
     std::vector<KernelInfo> kernels() const { return executed_kernels(compiled_); }
 
 private:
@@ -58,6 +61,7 @@ private:
     void set_inputs(const StepBatch& in);
     void park_inputs();
 
+    NativeMatMuls native_matmuls_;
     ov::CompiledModel compiled_;
     ov::InferRequest request_;
     std::optional<PagedCache> cache_;

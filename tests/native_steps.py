@@ -34,10 +34,10 @@ class Model:
         return self.manifest["codebook_size"]  # ids from here up are control ids
 
     def runner(self, kv="f32", inference="f32", num_blocks=16, cache_bytes=0, device="CPU",
-               activation_group=None, batched_group=None, batched_from=0) -> _native.Runner:
+               activation_group=None, batched_group=None, batched_from=0, native=False) -> _native.Runner:
         return _native.Runner(str(self.dir / "talker.xml"), str(self.dir / "code_predictor.xml"), self.codec,
                               self.cp_codec, device, kv, inference, num_blocks, cache_bytes, self.eos,
-                              self.suppress_from, activation_group, batched_group, batched_from)
+                              self.suppress_from, activation_group, batched_group, batched_from, native)
 
 
 def tiny_model() -> Model:

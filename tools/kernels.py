@@ -24,8 +24,8 @@ from wyoming_chorus.modeldir.manifest import ModelDir
 
 # Layer types that do the work (products, attention, norms, elementwise and their fused subgraphs, lookups); the rest
 # (reshapes, converts, inputs) are listed with --all.
-HEAVY = ("FullyConnected", "PagedAttention", "MatMul", "ScaledDotProductAttention", "Convolution", "Deconvolution",
-         "Subgraph", "Eltwise", "RMS", "Gather")
+HEAVY = ("CompressedMatMul", "FullyConnected", "PagedAttention", "MatMul", "ScaledDotProductAttention", "Convolution",
+         "Deconvolution", "Subgraph", "Eltwise", "RMS", "Gather")
 
 
 def codec_kernels(model: ModelDir, precision: str) -> list[tuple[str, str, str, str]]:

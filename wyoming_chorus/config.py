@@ -88,6 +88,7 @@ class EngineSettings:
     kv_precision: str = _setting("u8", check.one_of("u8", "f16", "bf16", "f32"))
     inference_precision: str = _setting("", check.one_of("", "f32", "bf16", "f16"))
     codec_precision: str = _setting("auto", check.one_of("auto", "", "f32", "bf16", "f16"))
+    native_matmul: bool = _setting(True, check.boolean)
     kv_cache_mb: int = _setting(256, check.integer(1))
     max_cache_blocks: int = _setting(0, check.integer(0))
     max_batch: int = _setting(16, check.integer(1))

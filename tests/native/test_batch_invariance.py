@@ -36,12 +36,12 @@ def int8_model(tmp_path_factory) -> Model:
 
 def served_runner(model: Model):
     """The native runner as the engine compiles it for these weights on this CPU (precision and activation
-    groups by lm_precision's rules)."""
+    groups by lm_precision's rules, the compressed products on the VNNI kernel where the CPU has it)."""
     facts = cpu_facts()
     hint = lm_precision("", "int8", "CPU", facts).hint
     groups = activation_groups("int8", "CPU", facts)
     return model.runner(kv="u8", inference=hint, num_blocks=32, activation_group=groups.group,
-                        batched_group=groups.batched, batched_from=groups.batched_from)
+                        batched_group=groups.batched, batched_from=groups.batched_from, native=True)
 
 
 def speak(runner, model: Model, prompts, texts, blocks):

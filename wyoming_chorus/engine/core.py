@@ -61,7 +61,7 @@ class EngineCore:
         self.runner = runner or PagedRunner(model, RunnerOptions(
             device=device, kv_precision=settings.kv_precision,
             inference_precision=self.lm_precision.hint, num_blocks=settings.max_cache_blocks,
-            kv_cache_bytes=settings.kv_cache_mb << 20))
+            kv_cache_bytes=settings.kv_cache_mb << 20, native_matmuls=settings.native_matmul))
         self.sample_rate = model.manifest.sample_rate
         self.step_cost = StepCost()
         frame_seconds = model.manifest.samples_per_frame / model.manifest.sample_rate

@@ -27,6 +27,9 @@ class RunnerOptions:
     # DYNAMIC_QUANTIZATION_GROUP_SIZE of the talker and the code predictor's body: None = by the rule of
     # lm_precision.activation_groups (this CPU and the weights' format).
     activation_groups: ActivationGroups | None = None
+    # engine.native_matmul: compressed-weight products on the project's VNNI kernel where the CPU has AVX-512 VNNI
+    # and the language models compute in f32 (native/compressed_matmul.hpp); elsewhere the plugin's, whatever this says.
+    native_matmuls: bool = True
 
 
 _NEVER = 1 << 62  # min_new_tokens no reply reaches
@@ -63,6 +66,7 @@ class PagedRunner:
             groups.group,
             groups.batched,
             groups.batched_from,
+            options.native_matmuls,
         )
         self.hidden_size = self._native.hidden_size
         self.block_size = self._native.block_size
@@ -76,6 +80,9 @@ class PagedRunner:
         # As the plugin compiled the talker (its default when the rule left it alone; 0: activations not quantised).
         self.activation_group = self._native.dynamic_quantization_group_size
         self.activation_groups = groups  # as asked for (None: the plugin's default)
+        # (talker, code predictor body): MatMuls on the project's kernel; (0, 0) where it does not apply.
+        talker, predictor = self._native.native_matmuls
+        self.native_matmuls = (talker, predictor)
 
     def kernels(self) -> list[tuple[str, str, str, str]]:
         """(graph, layer type, kernel, precision) of every op the plugin runs: which ISA a report's figures really

@@ -1,0 +1,42 @@
+#pragma once
+// The language models' compressed-weight matrix products, run by our VNNI kernel (vnni_matmul.hpp) instead of the
+// plugin's FullyConnected. At load, every MatMul(x, decompress(Constant)ᵀ) whose weights are INT8 asymmetric per
+// channel or INT4 symmetric in groups (what export/compress.py writes) becomes a CompressedMatMul holding the
+// weights repacked; the CPU plugin runs an op it does not know through its evaluate() (a "Reference" node), on the
+// infer's own threads. Anything else stays as it was.
+#include <cstddef>
+#include <memory>
+
+#include <openvino/core/model.hpp>
+#include <openvino/op/op.hpp>
+
+#include "vnni_matmul.hpp"
+
+class CompressedMatMul : public ov::op::Op {
+public:
+    OPENVINO_OP("CompressedMatMul", "chorus");
+
+    CompressedMatMul() = default;
+    CompressedMatMul(const ov::Output<ov::Node>& x, std::shared_ptr<const PackedWeights> weights);
+
+    void validate_and_infer_types() override;
+    std::shared_ptr<ov::Node> clone_with_new_inputs(const ov::OutputVector& inputs) const override;
+    bool visit_attributes(ov::AttributeVisitor& visitor) override;
+    bool has_evaluate() const override;
+    bool evaluate(ov::TensorVector& outputs, const ov::TensorVector& inputs) const override;
+
+private:
+    std::shared_ptr<const PackedWeights> weights_;
+};
+
+// Ends the friendly name of each CompressedMatMul: the plugin lists it as a "Reference" node, and executed_kernels
+// (kernels.hpp) names it by this instead.
+inline constexpr const char* kNativeMatMulSuffix = ":chorus_vnni";
+
+struct NativeMatMuls {
+    std::size_t replaced = 0;  // MatMuls now run by the kernel
+    std::size_t bytes = 0;     // their weights, as stored
+};
+
+// Rewrites `model` in place; call only where vnni_matmul_available() and the model computes in f32.
+NativeMatMuls use_native_matmuls(const std::shared_ptr<ov::Model>& model);
