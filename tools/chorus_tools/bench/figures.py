@@ -25,8 +25,9 @@ def machine(directory: Path, kv: str, inference_hint: str = "") -> dict:
     import openvino
 
     from wyoming_chorus.cpu import cpu_facts
-    from wyoming_chorus.lm_precision import lm_precision
+    from wyoming_chorus.lm_precision import COMPRESSED, lm_precision
     from wyoming_chorus.modeldir.manifest import ModelDir
+    from wyoming_chorus.native_module import _native
 
     text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
     flags_line = re.search(r"^flags\s*:(.*)$", text, re.MULTILINE)
@@ -38,15 +39,18 @@ def machine(directory: Path, kv: str, inference_hint: str = "") -> dict:
         plugin = facts.inference_precision(inference_hint)
         lm = facts.inference_precision(lm_precision(inference_hint, manifest.weights, "CPU", facts).hint)
         inference = plugin if lm == plugin else f"{lm} (talker, code predictor), {plugin} (codec)"
+        # engine.native_matmul as the servers leave it (on): where it applies (native/compressed_matmul.hpp).
+        native = _native.vnni_matmul_available() and manifest.weights in COMPRESSED and lm == "f32"
+        matmuls = "the project's VNNI kernel (AVX-512)" if native else "the plugin's"
     except Exception:  # noqa: BLE001  (a header detail, not a reason to fail)
-        inference = "device default"
+        inference, matmuls = "device default", "unknown"
     return {
         "isa": [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8") if f in flags],
         "isa_flags": sorted(flags & {"avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8"}),
         "cpu": name.group(1).strip() if name else "unknown", "cores": os.cpu_count(),
         "model": f"{manifest.name} ({manifest.model_type})", "model_dir": str(directory),
         "random_weights": manifest.random_weights, "weights": manifest.weights_label, "kv_precision": kv,
-        "inference_precision": inference, "openvino": openvino.get_version(),
+        "inference_precision": inference, "compressed_matmuls": matmuls, "openvino": openvino.get_version(),
         "isa_limit": os.environ.get("ONEDNN_MAX_CPU_ISA", ""),
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
     }

@@ -99,7 +99,8 @@ def write_report(out: Path, header: dict, plan: Plan, phases: dict, engine: dict
              + (f" (limited: ONEDNN_MAX_CPU_ISA={header['isa_limit']}; see docs/performance.md, Which kernels run)"
                 if header.get("isa_limit") else ""),
              f"- **Model**: {header['model']}{' (RANDOM weights)' if header['random_weights'] else ''}, "
-             f"{header['weights']} weights, inference {header['inference_precision']}, KV {header['kv_precision']}",
+             f"{header['weights']} weights, inference {header['inference_precision']}, KV {header['kv_precision']}"
+             + (f", compressed products on {header['compressed_matmuls']}" if header.get("compressed_matmuls") else ""),
              f"- **OpenVINO** {header['openvino']}; **date** {header['date']}; run took {elapsed / 60:.1f} min "
              f"(`{' '.join(sys.argv)}`)",
              "- Server: `wyoming-chorus` subprocess, engine.benchmark_frames_per_word 5 (12.5 frames/s at 2.5 "
