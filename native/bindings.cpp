@@ -184,7 +184,7 @@ nb::object vnni_matmul_of(const std::string& kind, In<int32_t> q, In<float> scal
     const std::size_t n = q.shape(0), k = q.shape(1), rows = x.shape(0);
     if (x.shape(1) != k) throw std::invalid_argument("x and q disagree on k");
     std::vector<float> scales(scale.data(), scale.data() + scale.size());
-    PackedWeights packed{PackedWeights::Kind::int8_asym};
+    PackedWeights packed;
     if (kind == "int8") {
         if (scale.size() != n || zero.size() != n) throw std::invalid_argument("int8 takes scale [n] and zero [n]");
         std::vector<uint8_t> codes(n * k);

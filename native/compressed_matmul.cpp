@@ -83,8 +83,9 @@ std::size_t int8_activation_group(std::size_t k) {
 
 // The MatMul's weights repacked, or nullptr when they are not one of the two layouts export/compress.py writes.
 std::shared_ptr<const PackedWeights> pack(const std::shared_ptr<ov::op::v0::MatMul>& matmul) {
-    if (matmul->get_transpose_a() || !matmul->get_transpose_b() ||
-        matmul->get_input_element_type(0) != ov::element::f32 || matmul->get_output_element_type(0) != ov::element::f32) {
+    const bool f32 = matmul->get_input_element_type(0) == ov::element::f32 &&
+                     matmul->get_output_element_type(0) == ov::element::f32;
+    if (matmul->get_transpose_a() || !matmul->get_transpose_b() || !f32) {
         return nullptr;
     }
     auto node = matmul->get_input_node_shared_ptr(1);

@@ -30,8 +30,15 @@ constexpr std::size_t kBlock = 16;   // output channels per 512-bit accumulator
 constexpr std::size_t kTile = 32;    // output channels per pass: two accumulators side by side in the weights
 constexpr std::size_t kMaxRows = 4;  // rows sharing one pass over the weights (accumulators: 2-4 per row)
 
+// Four int8 activations as the int32 a VNNI broadcast takes (memcpy: an int8 buffer is not read through int32*).
+inline int32_t quad(const int8_t* x) {
+    int32_t v;
+    std::memcpy(&v, x, sizeof v);
+    return v;
+}
+
 struct Quantised {  // one call's activations, int8 per row and group
-    std::vector<int8_t> q;       // [rows][k], 64-byte aligned rows (k is a multiple of 8)
+    std::vector<int8_t> q;       // [rows][k], read four inputs (one input step) at a time
     std::vector<float> scale;    // [rows][groups]
     std::vector<int32_t> sum;    // [rows][groups]: sum of q over the group, for the zero point / +8 offset
 };
@@ -78,16 +85,16 @@ CHORUS_VNNI void int8_tile(const PackedWeights& w, const Quantised& a, std::size
     _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) out0[r] = out1[r] = _mm512_setzero_ps();
     for (std::size_t g = 0; g < groups; ++g) {
         __m512i acc0[R], acc1[R];
-        const int32_t* x[R];
+        const int8_t* x[R];
         _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) {
-            x[r] = reinterpret_cast<const int32_t*>(a.q.data() + (row0 + r) * w.k + g * w.group);
+            x[r] = a.q.data() + (row0 + r) * w.k + g * w.group;
             acc0[r] = acc1[r] = _mm512_setzero_si512();
         }
         const uint8_t* wg = wt + g * steps * 2 * 64;
         for (std::size_t s = 0; s < steps; ++s) {
             const __m512i w0 = _mm512_load_si512(wg + s * 128), w1 = _mm512_load_si512(wg + s * 128 + 64);
             _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) {
-                const __m512i xr = _mm512_set1_epi32(x[r][s]);
+                const __m512i xr = _mm512_set1_epi32(quad(x[r] + 4 * s));
                 dpbusd(acc0[r], w0, xr);
                 dpbusd(acc1[r], w1, xr);
             }
@@ -123,9 +130,9 @@ CHORUS_VNNI void int4_tile(const PackedWeights& w, const Quantised& a, std::size
     _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) out0[r] = out1[r] = _mm512_setzero_ps();
     for (std::size_t g = 0; g < groups; ++g) {
         __m512i acc0[R], acc1[R];
-        const int32_t* x[R];
+        const int8_t* x[R];
         _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) {
-            x[r] = reinterpret_cast<const int32_t*>(a.q.data() + (row0 + r) * w.k + g * w.group);
+            x[r] = a.q.data() + (row0 + r) * w.k + g * w.group;
             acc0[r] = acc1[r] = _mm512_setzero_si512();
         }
         const uint8_t* wg = wt + g * pairs * 2 * 64;
@@ -134,14 +141,16 @@ CHORUS_VNNI void int4_tile(const PackedWeights& w, const Quantised& a, std::size
             const __m512i lo0 = _mm512_and_si512(v0, nibble), hi0 = _mm512_and_si512(_mm512_srli_epi16(v0, 4), nibble);
             const __m512i lo1 = _mm512_and_si512(v1, nibble), hi1 = _mm512_and_si512(_mm512_srli_epi16(v1, 4), nibble);
             _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) {
-                const __m512i x0 = _mm512_set1_epi32(x[r][2 * p]), x1 = _mm512_set1_epi32(x[r][2 * p + 1]);
+                const __m512i x0 = _mm512_set1_epi32(quad(x[r] + 8 * p));
+                const __m512i x1 = _mm512_set1_epi32(quad(x[r] + 8 * p + 4));
                 dpbusd(acc0[r], lo0, x0);
                 dpbusd(acc1[r], lo1, x0);
                 dpbusd(acc0[r], hi0, x1);
                 dpbusd(acc1[r], hi1, x1);
             }
         }
-        const __m512 scale0 = _mm512_loadu_ps(wscale + g * kTile), scale1 = _mm512_loadu_ps(wscale + g * kTile + kBlock);
+        const __m512 scale0 = _mm512_loadu_ps(wscale + g * kTile);
+        const __m512 scale1 = _mm512_loadu_ps(wscale + g * kTile + kBlock);
         _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) {
             const std::size_t i = (row0 + r) * groups + g;
             const __m512i offset = _mm512_set1_epi32(8 * a.sum[i]);  // the weights are stored +8
@@ -188,7 +197,8 @@ std::unique_ptr<uint8_t[], void (*)(void*)> aligned_bytes(std::size_t size) {
 
 void check_shape(std::size_t n, std::size_t k, std::size_t group) {
     if (n == 0 || n % kTile != 0 || group == 0 || group % 8 != 0 || k == 0 || k % group != 0) {
-        throw std::invalid_argument("vnni_matmul takes n a multiple of 32, a group a multiple of 8 and k a multiple of the group, got n=" +
+        throw std::invalid_argument("vnni_matmul takes n a multiple of 32, a group a multiple of 8 and k a multiple "
+                                    "of the group, got n=" +
                                     std::to_string(n) + " k=" + std::to_string(k) + " group=" + std::to_string(group));
     }
 }
@@ -208,7 +218,9 @@ bool vnni_matmul_available() {
 PackedWeights pack_int8_asym(const uint8_t* q, const float* scale, const float* zero, std::size_t n, std::size_t k,
                              std::size_t group) {
     check_shape(n, k, group);
-    PackedWeights w{PackedWeights::Kind::int8_asym, n, k, group};
+    PackedWeights w;
+    w.kind = PackedWeights::Kind::int8_asym;
+    w.n = n, w.k = k, w.group = group;
     w.data = aligned_bytes(n * k);
     w.scale = std::make_unique<float[]>(n);
     w.zero = std::make_unique<int32_t[]>(n);
@@ -235,7 +247,9 @@ PackedWeights pack_int8_asym(const uint8_t* q, const float* scale, const float* 
 PackedWeights pack_int4_sym(const int8_t* q, const float* scale, std::size_t n, std::size_t k, std::size_t group) {
     check_shape(n, k, group);
     const std::size_t groups = k / group;
-    PackedWeights w{PackedWeights::Kind::int4_sym, n, k, group};
+    PackedWeights w;
+    w.kind = PackedWeights::Kind::int4_sym;
+    w.n = n, w.k = k, w.group = group;
     w.data = aligned_bytes(n * k / 2);
     w.scale = std::make_unique<float[]>(n * groups);
     for (std::size_t tile = 0; tile < n / kTile; ++tile) {
@@ -256,7 +270,8 @@ PackedWeights pack_int4_sym(const int8_t* q, const float* scale, std::size_t n, 
             for (std::size_t c = 0; c < kTile; ++c) {
                 for (std::size_t j = 0; j < 4; ++j) {
                     const std::size_t channel = tile * kTile + c;
-                    *out++ = static_cast<uint8_t>(value(channel, pair * 8 + j) | (value(channel, pair * 8 + 4 + j) << 4));
+                    const uint8_t low = value(channel, pair * 8 + j), high = value(channel, pair * 8 + 4 + j);
+                    *out++ = static_cast<uint8_t>(low | (high << 4));
                 }
             }
         }

@@ -13,7 +13,7 @@
 struct PackedWeights {
     enum class Kind { int8_asym, int4_sym };
 
-    Kind kind;
+    Kind kind = Kind::int8_asym;
     std::size_t n = 0;      // output channels, a multiple of 32
     std::size_t k = 0;      // inputs, a multiple of `group`
     std::size_t group = 0;  // inputs per activation scale (and, for INT4, per weight scale); a multiple of 8
