@@ -112,14 +112,30 @@ def test_head_starts_always_run_and_cut_low_slack_readers_when_the_step_would_fa
     assert policy(time, slow).skipped([long_reader, short_reader]) == set()
 
 
-def test_readers_with_room_join_only_while_the_step_stays_in_real_time():
+def test_while_a_first_sound_waits_readers_with_room_join_only_in_real_time():
     time = Time()
-    new = seq_with(1, None)  # no listener to pace: runs like a head start
+    new = seq_with(1, PlaybackClock())  # its listener waits for the first audio
     readers = [seq_with(i, listener(time, written=10.0 + i, played=8.0 + i - 0.5 * i)) for i in (2, 3, 4)]
     # slack: 2.0, 2.5, 3.0 s: none urgent, none full
     assert policy(time, cost(b1=0.03, b2=0.05, b3=0.07, b4=0.09)).skipped([new, *readers]) == {4}
     assert policy(time, cost(b1=0.03, b4=0.06)).skipped([new, *readers]) == set()  # batching is nearly free here
     assert policy(time).skipped([new, *readers]) == set()  # nothing measured yet: nobody is cut
+
+
+def test_past_real_time_readers_with_room_join_while_a_row_adds_frames_per_second():
+    """With no first sound or head start at stake, a reply with slack is cut only where its row costs the step more
+    than the step's cost per row: a cut that makes less audio in all only moves the gaps around."""
+    time = Time()
+    readers = [seq_with(i, listener(time, written=10.0 + i, played=8.0 + i - 0.5 * i)) for i in (1, 2, 3)]
+    urgent = seq_with(4, listener(time, written=30.0, played=29.5))  # 0.5 s left: low slack, always runs
+    streaming = cost(b1=0.07, b2=0.085, b3=0.10, b4=0.115)  # weights read once a step: rows are cheap
+    assert policy(time, streaming).skipped([urgent, *readers]) == set()
+    computing = cost(b1=0.07, b2=0.15, b3=0.24, b4=0.33)  # each row costs more than the step's average
+    assert policy(time, computing).skipped([urgent, *readers]) == {1, 2, 3}
+    # A head start running keeps the cut at real time: the announcement's steps stay short.
+    clock = PlaybackClock(text_length=lambda: 40)  # ~2.8 s of audio by its text: short
+    clock.wrote(1.0, now=time.now - 0.5)
+    assert policy(time, streaming).skipped([seq_with(5, clock), urgent, *readers]) == {1, 2, 3, 4}
 
 
 def test_while_a_reply_waits_for_its_first_audio_other_head_starts_join_only_in_real_time():
