@@ -72,6 +72,17 @@ std::optional<std::pair<ov::Output<ov::Node>, std::shared_ptr<ov::op::v0::Consta
     return std::nullopt;
 }
 
+// Whether a scale or zero point constant runs along the weights' leading dimensions only (the output
+// channels, then for INT4 the groups) with ones after: [n, 1] or [n, groups, 1], never along the inputs.
+bool per_channel(const std::shared_ptr<ov::op::v0::Constant>& constant, const ov::Shape& leading) {
+    const ov::Shape& shape = constant->get_shape();
+    if (shape.size() < leading.size()) return false;
+    for (std::size_t d = 0; d < shape.size(); ++d) {
+        if (shape[d] != (d < leading.size() ? leading[d] : 1)) return false;
+    }
+    return true;
+}
+
 // Inputs per activation scale for INT8 weights (per output channel, so any length fits them): 128, or the longest
 // power of two from 8 up that divides a shorter row. INT4 weights bring their own group.
 std::size_t int8_activation_group(std::size_t k) {
@@ -106,7 +117,7 @@ std::shared_ptr<const PackedWeights> pack(const std::shared_ptr<ov::op::v0::MatM
     if (q->get_element_type() == ov::element::u8 && subtract && !reshaped && shape.size() == 2 && shape[1] == k) {
         const std::size_t n = shape[0];
         const auto zero = constant_of(subtract->input_value(1));
-        if (!zero || ov::shape_size(zero->get_shape()) != n || ov::shape_size(scale->get_shape()) != n) return nullptr;
+        if (!zero || !per_channel(zero, {n}) || !per_channel(scale, {n})) return nullptr;
         const std::size_t group = int8_activation_group(k);
         if (n % 32 != 0 || group == 0) return nullptr;
         return std::make_shared<PackedWeights>(pack_int8_asym(q->get_data_ptr<uint8_t>(),
@@ -119,7 +130,8 @@ std::shared_ptr<const PackedWeights> pack(const std::shared_ptr<ov::op::v0::MatM
          (!reshaped && shape.size() == 2 && shape[1] == k))) {
         const std::size_t n = shape[0], group = reshaped ? shape[2] : k;
         const std::size_t groups = k / group;
-        if (ov::shape_size(scale->get_shape()) != n * groups || n % 32 != 0 || group % 8 != 0) return nullptr;
+        const bool scaled_per_group = reshaped ? per_channel(scale, {n, groups}) : per_channel(scale, {n});
+        if (!scaled_per_group || n % 32 != 0 || group % 8 != 0) return nullptr;
         return std::make_shared<PackedWeights>(pack_int4_sym(q->cast_vector<int8_t>().data(),
                                                              scale->cast_vector<float>().data(), n, k, group));
     }
