@@ -185,7 +185,8 @@ nb::object vnni_matmul_of(const std::string& kind, In<int32_t> q, In<float> scal
     if (x.shape(1) != k) throw std::invalid_argument("x and q disagree on k");
     std::vector<float> scales(scale.data(), scale.data() + scale.size());
     PackedWeights packed;
-    if (kind == "int8") {
+    const bool exact = kind == "int8_f32";  // the same INT8 weights, activations left f32 (exact_matmul)
+    if (kind == "int8" || exact) {
         if (scale.size() != n || zero.size() != n) throw std::invalid_argument("int8 takes scale [n] and zero [n]");
         std::vector<uint8_t> codes(n * k);
         for (std::size_t i = 0; i < n * k; ++i) {
@@ -200,12 +201,16 @@ nb::object vnni_matmul_of(const std::string& kind, In<int32_t> q, In<float> scal
         std::vector<int8_t> codes(q.data(), q.data() + n * k);
         packed = pack_int4_sym(codes.data(), scales.data(), n, k, group);
     } else {
-        throw std::invalid_argument("kind is int8 or int4, got " + kind);
+        throw std::invalid_argument("kind is int8, int8_f32 or int4, got " + kind);
     }
     std::vector<float> y(rows * n);
     {
         nb::gil_scoped_release release;
-        vnni_matmul(packed, x.data(), rows, y.data());
+        if (exact) {
+            exact_matmul(packed, x.data(), rows, y.data());
+        } else {
+            vnni_matmul(packed, x.data(), rows, y.data());
+        }
     }
     return to_numpy(std::move(y), {rows, n});
 }

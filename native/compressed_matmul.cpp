@@ -11,8 +11,9 @@
 #include <openvino/op/reshape.hpp>
 #include <openvino/op/subtract.hpp>
 
-CompressedMatMul::CompressedMatMul(const ov::Output<ov::Node>& x, std::shared_ptr<const PackedWeights> weights)
-    : ov::op::Op({x}), weights_(std::move(weights)) {
+CompressedMatMul::CompressedMatMul(const ov::Output<ov::Node>& x, std::shared_ptr<const PackedWeights> weights,
+                                   bool exact_activations)
+    : ov::op::Op({x}), weights_(std::move(weights)), exact_activations_(exact_activations) {
     constructor_validate_and_infer_types();
 }
 
@@ -30,7 +31,7 @@ void CompressedMatMul::validate_and_infer_types() {
 
 std::shared_ptr<ov::Node> CompressedMatMul::clone_with_new_inputs(const ov::OutputVector& inputs) const {
     check_new_args_count(this, inputs);
-    return std::make_shared<CompressedMatMul>(inputs.at(0), weights_);
+    return std::make_shared<CompressedMatMul>(inputs.at(0), weights_, exact_activations_);
 }
 
 // The weights are no attribute: a CompressedMatMul exists only in memory, made at load from the exported IR.
@@ -44,7 +45,11 @@ bool CompressedMatMul::evaluate(ov::TensorVector& outputs, const ov::TensorVecto
     const std::size_t rows = ov::shape_size(shape) / weights_->k;
     shape.back() = weights_->n;
     outputs.at(0).set_shape(shape);
-    vnni_matmul(*weights_, x.data<const float>(), rows, outputs.at(0).data<float>());
+    if (exact_activations_) {
+        exact_matmul(*weights_, x.data<const float>(), rows, outputs.at(0).data<float>());
+    } else {
+        vnni_matmul(*weights_, x.data<const float>(), rows, outputs.at(0).data<float>());
+    }
     return true;
 }
 
@@ -70,6 +75,17 @@ std::optional<std::pair<ov::Output<ov::Node>, std::shared_ptr<ov::op::v0::Consta
         }
     }
     return std::nullopt;
+}
+
+// Whether a constant holds one value for the whole tensor (a stacked head's scale and zero point: [1, 1]).
+bool per_tensor(const std::shared_ptr<ov::op::v0::Constant>& constant) {
+    return ov::shape_size(constant->get_shape()) == 1;
+}
+
+// A per-channel constant's n values, or a per-tensor one's value n times.
+std::vector<float> channels_of(const std::shared_ptr<ov::op::v0::Constant>& constant, std::size_t n) {
+    std::vector<float> values = constant->cast_vector<float>();
+    return per_tensor(constant) ? std::vector<float>(n, values.at(0)) : values;
 }
 
 // Whether a scale or zero point constant runs along the weights' leading dimensions only (the output
@@ -117,12 +133,12 @@ std::shared_ptr<const PackedWeights> pack(const std::shared_ptr<ov::op::v0::MatM
     if (q->get_element_type() == ov::element::u8 && subtract && !reshaped && shape.size() == 2 && shape[1] == k) {
         const std::size_t n = shape[0];
         const auto zero = constant_of(subtract->input_value(1));
-        if (!zero || !per_channel(zero, {n}) || !per_channel(scale, {n})) return nullptr;
+        auto along_channels = [n](const auto& c) { return per_channel(c, {n}) || per_tensor(c); };
+        if (!zero || !along_channels(zero) || !along_channels(scale)) return nullptr;
         const std::size_t group = int8_activation_group(k);
         if (n % 32 != 0 || group == 0) return nullptr;
-        return std::make_shared<PackedWeights>(pack_int8_asym(q->get_data_ptr<uint8_t>(),
-                                                              scale->cast_vector<float>().data(),
-                                                              zero->cast_vector<float>().data(), n, k, group));
+        return std::make_shared<PackedWeights>(pack_int8_asym(q->get_data_ptr<uint8_t>(), channels_of(scale, n).data(),
+                                                              channels_of(zero, n).data(), n, k, group));
     }
     // INT4 in groups ([n, groups, group] reshaped to [n, k]), or per channel where a row is shorter than a group.
     if (q->get_element_type() == ov::element::i4 && !subtract &&
@@ -140,15 +156,16 @@ std::shared_ptr<const PackedWeights> pack(const std::shared_ptr<ov::op::v0::MatM
 
 }  // namespace
 
-NativeMatMuls use_native_matmuls(const std::shared_ptr<ov::Model>& model) {
+NativeMatMuls use_native_matmuls(const std::shared_ptr<ov::Model>& model, bool exact_activations) {
     NativeMatMuls result;
     for (const auto& node : model->get_ordered_ops()) {
         const auto matmul = ov::as_type_ptr<ov::op::v0::MatMul>(node);
         if (!matmul) continue;
         const auto weights = pack(matmul);
-        if (!weights) continue;
-        auto replacement = std::make_shared<CompressedMatMul>(matmul->input_value(0), weights);
-        replacement->set_friendly_name(matmul->get_friendly_name() + kNativeMatMulSuffix);
+        if (!weights || (exact_activations && weights->kind != PackedWeights::Kind::int8_asym)) continue;
+        auto replacement = std::make_shared<CompressedMatMul>(matmul->input_value(0), weights, exact_activations);
+        replacement->set_friendly_name(matmul->get_friendly_name() +
+                                       (exact_activations ? kExactMatMulSuffix : kNativeMatMulSuffix));
         ov::replace_node(matmul, replacement);
         ++result.replaced;
         result.bytes += weights->bytes();

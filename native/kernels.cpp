@@ -13,12 +13,18 @@ std::string info(const ov::Node::RTMap& rt_info, const std::string& key) {
 
 std::vector<KernelInfo> executed_kernels(const ov::CompiledModel& compiled) {
     std::vector<KernelInfo> kernels;
-    const std::string suffix = kNativeMatMulSuffix;
+    auto ends_with = [](const std::string& name, const std::string& suffix) {
+        return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
     for (const auto& op : compiled.get_runtime_model()->get_ordered_ops()) {
         const auto& rt_info = op->get_rt_info();
         const std::string& name = op->get_friendly_name();
-        if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-            kernels.push_back({"CompressedMatMul", "chorus_vnni_avx512", "u8_i8"});  // ours: vnni_matmul.hpp
+        if (ends_with(name, kNativeMatMulSuffix)) {  // ours: vnni_matmul.hpp
+            kernels.push_back({"CompressedMatMul", "chorus_vnni_avx512", "u8_i8"});
+            continue;
+        }
+        if (ends_with(name, kExactMatMulSuffix)) {
+            kernels.push_back({"CompressedMatMul", "chorus_exact_avx512", "u8_f32"});
             continue;
         }
         // The keys of ov::exec_model_info (its header is not in the openvino wheel).

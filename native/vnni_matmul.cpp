@@ -189,6 +189,83 @@ void tile_all_rows(const PackedWeights& w, const Quantised& a, std::size_t rows,
     }
 }
 
+// Input `I` (0..3) of the 16 channels in a 64-byte VNNI load, minus their zero points, as f32.
+template <int I>
+CHORUS_VNNI __m512 decompressed(__m512i quads, __m512i zero) {
+    const __m512i codes = _mm512_and_si512(_mm512_srli_epi32(quads, 8 * I), _mm512_set1_epi32(0xFF));
+    return _mm512_cvtepi32_ps(_mm512_sub_epi32(codes, zero));
+}
+
+// Input `I` of one 128-byte step for R rows: both blocks' weights decompressed once, then one FMA each per row.
+template <int I, std::size_t R>
+CHORUS_VNNI inline __attribute__((always_inline)) void exact_input(const float* const (&x)[R], __m512i v0, __m512i v1,
+                                                                   __m512i zero0, __m512i zero1, __m512 (&acc0)[R],
+                                                                   __m512 (&acc1)[R]) {
+    const __m512 f0 = decompressed<I>(v0, zero0), f1 = decompressed<I>(v1, zero1);
+    _Pragma("GCC unroll 8") for (std::size_t r = 0; r < R; ++r) {
+        const __m512 xr = _mm512_set1_ps(x[r][I]);
+        acc0[r] = _mm512_fmadd_ps(f0, xr, acc0[r]);
+        acc1[r] = _mm512_fmadd_ps(f1, xr, acc1[r]);
+    }
+}
+
+// One tile of 32 output channels for R rows of f32 activations: the INT8 stream of int8_tile, each weight
+// decompressed once for the R rows. Sums run over the inputs in order, per row.
+template <std::size_t R>
+CHORUS_VNNI void exact_tile(const PackedWeights& w, const float* x, std::size_t row0, std::size_t tile, float* y) {
+    const uint8_t* wt = w.data.get() + tile * kTile * w.k;
+    const __m512i zero0 = _mm512_loadu_si512(w.zero.get() + tile * kTile);
+    const __m512i zero1 = _mm512_loadu_si512(w.zero.get() + tile * kTile + kBlock);
+    __m512 acc0[R], acc1[R];
+    _Pragma("GCC unroll 8") for (std::size_t r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
+    for (std::size_t s = 0; s < w.k / 4; ++s) {
+        const __m512i v0 = _mm512_load_si512(wt + s * 128), v1 = _mm512_load_si512(wt + s * 128 + 64);
+        const float* xs[R];
+        _Pragma("GCC unroll 8") for (std::size_t r = 0; r < R; ++r) xs[r] = x + (row0 + r) * w.k + 4 * s;
+        exact_input<0, R>(xs, v0, v1, zero0, zero1, acc0, acc1);
+        exact_input<1, R>(xs, v0, v1, zero0, zero1, acc0, acc1);
+        exact_input<2, R>(xs, v0, v1, zero0, zero1, acc0, acc1);
+        exact_input<3, R>(xs, v0, v1, zero0, zero1, acc0, acc1);
+    }
+    const __m512 scale0 = _mm512_loadu_ps(w.scale.get() + tile * kTile);
+    const __m512 scale1 = _mm512_loadu_ps(w.scale.get() + tile * kTile + kBlock);
+    _Pragma("GCC unroll 8") for (std::size_t r = 0; r < R; ++r) {
+        float* yr = y + (row0 + r) * w.n + tile * kTile;
+        _mm512_storeu_ps(yr, _mm512_mul_ps(acc0[r], scale0));
+        _mm512_storeu_ps(yr + kBlock, _mm512_mul_ps(acc1[r], scale1));
+    }
+}
+
+// Rows per pass of exact_tile: a weight decompressed (4 operations per 16) serves this many FMAs; 16 accumulators.
+constexpr std::size_t kExactRows = 8;
+
+void exact_tile_all_rows(const PackedWeights& w, const float* x, std::size_t rows, std::size_t tile, float* y) {
+    std::size_t r = 0;
+    for (; r + kExactRows <= rows; r += kExactRows) exact_tile<kExactRows>(w, x, r, tile, y);
+    switch (rows - r) {
+        case 7: exact_tile<7>(w, x, r, tile, y); break;
+        case 6: exact_tile<6>(w, x, r, tile, y); break;
+        case 5: exact_tile<5>(w, x, r, tile, y); break;
+        case 4: exact_tile<4>(w, x, r, tile, y); break;
+        case 3: exact_tile<3>(w, x, r, tile, y); break;
+        case 2: exact_tile<2>(w, x, r, tile, y); break;
+        case 1: exact_tile<1>(w, x, r, tile, y); break;
+        default: break;
+    }
+}
+
+// Runs of tiles, taken by whichever thread is free: a worker that wakes late costs the caller no wait, as it would
+// with halves fixed in advance. A run is 1/16 of the tiles, long enough to stream from memory in order.
+template <class TileFn>
+void for_each_tile(std::size_t tiles, const TileFn& tile_fn) {
+    tbb::parallel_for(
+        tbb::blocked_range<std::size_t>(0, tiles, std::max<std::size_t>(1, tiles / 16)),
+        [&](const tbb::blocked_range<std::size_t>& range) {
+            for (std::size_t tile = range.begin(); tile != range.end(); ++tile) tile_fn(tile);
+        },
+        tbb::simple_partitioner());
+}
+
 std::unique_ptr<uint8_t[], void (*)(void*)> aligned_bytes(std::size_t size) {
     void* p = std::aligned_alloc(64, (size + 63) / 64 * 64);
     if (p == nullptr) throw std::bad_alloc();
@@ -293,13 +370,13 @@ void vnni_matmul(const PackedWeights& w, const float* x, std::size_t rows, float
         quantise_row(x + r * w.k, w.k, w.group, a.q.data() + r * w.k, a.scale.data() + r * groups,
                      a.sum.data() + r * groups);
     }
-    // Runs of tiles, taken by whichever thread is free: a worker that wakes late costs the caller no wait, as it
-    // would with halves fixed in advance. A run is 1/16 of the tiles, long enough to stream from memory in order.
-    const std::size_t tiles = w.n / kTile;
-    tbb::parallel_for(
-        tbb::blocked_range<std::size_t>(0, tiles, std::max<std::size_t>(1, tiles / 16)),
-        [&](const tbb::blocked_range<std::size_t>& range) {
-            for (std::size_t tile = range.begin(); tile != range.end(); ++tile) tile_all_rows(w, a, rows, tile, y);
-        },
-        tbb::simple_partitioner());
+    for_each_tile(w.n / kTile, [&](std::size_t tile) { tile_all_rows(w, a, rows, tile, y); });
+}
+
+void exact_matmul(const PackedWeights& w, const float* x, std::size_t rows, float* y) {
+    if (w.kind != PackedWeights::Kind::int8_asym) {
+        throw std::invalid_argument("exact_matmul takes INT8 asymmetric weights");
+    }
+    if (rows == 0) return;
+    for_each_tile(w.n / kTile, [&](std::size_t tile) { exact_tile_all_rows(w, x, rows, tile, y); });
 }

@@ -37,3 +37,9 @@ PackedWeights pack_int4_sym(const int8_t* q, const float* scale, std::size_t n, 
 
 // x: [rows][k] f32, y: [rows][n] f32. Runs on the calling thread's TBB arena (the plugin's, inside an infer).
 void vnni_matmul(const PackedWeights& w, const float* x, std::size_t rows, float* y);
+
+// The same product for INT8 weights with the activations left in f32: each weight decompressed ((q - zero) as an
+// integer, then f32) and multiplied in f32, the channel's scale applied to the sum. For products whose outputs pick
+// tokens (the code predictor's heads): the plugin's decompressed weights give the same products, summed in another
+// order. Throws std::invalid_argument for INT4 weights.
+void exact_matmul(const PackedWeights& w, const float* x, std::size_t rows, float* y);

@@ -73,7 +73,7 @@ def test_an_explicit_setting_wins(requested):
 
 
 def test_the_engine_serves_a_compressed_model_at_the_chosen_precision(tmp_path):
-    """Through EngineCore on an INT8 copy of the tiny model: its FullyConnected kernels compute in f32 everywhere,
+    """Through EngineCore on an INT8 copy of the tiny model: its matrix products compute in f32 everywhere,
     by this rule where the plugin's default is bf16 (AMX, AVX-512 bf16) and by the plugin's own on AVX2."""
     pytest.importorskip("nncf", reason="weight compression needs the optional extra: pip install '.[compress]'")
     import shutil
@@ -90,6 +90,8 @@ def test_the_engine_serves_a_compressed_model_at_the_chosen_precision(tmp_path):
     core = EngineCore(ModelDir(directory), EngineSettings(device="CPU"))
     facts = cpu_facts()
     assert facts.inference_precision(core.lm_precision.hint) == "f32"
-    kernels = {kernel for _, layer, kernel, _ in core.runner.kernels() if layer.startswith("FullyConnected")}
-    # e.g. brgemm_avx512_f32 on AMX and Zen 4 (brgemm_avx512_bf16 there before this rule)
+    products = ("FullyConnected", "CompressedMatMul")  # the plugin's, or ours (engine.native_matmul, f32 only)
+    kernels = {kernel for _, layer, kernel, _ in core.runner.kernels() if layer.startswith(products)}
+    # e.g. brgemm_avx512_f32 on AMX (brgemm_avx512_bf16 before this rule); chorus_vnni_avx512 and chorus_exact_avx512
+    # where the CPU has AVX-512 VNNI
     assert kernels and not any("bf16" in kernel for kernel in kernels), kernels

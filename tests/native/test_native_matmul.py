@@ -42,6 +42,11 @@ def test_the_kernel_takes_the_compressed_products_where_the_cpu_has_it(compresse
     # tiny takes 9 in each: two layers' q/k/v, o, gate/up and down, and one more product each.
     talker, predictor = taken
     assert talker >= 8 and predictor >= 8
+    # The code predictor's heads too (INT8 in both exports: export/compress.py), their activations left f32: their
+    # logits pick the codes.
+    kernels = {primitive for graph, _, primitive, _ in compressed.runner(native=True).kernels()
+               if graph == "code_predictor"}
+    assert "chorus_exact_avx512" in kernels, kernels
     assert compressed.runner(native=False).native_matmuls == (0, 0)
     assert compressed.runner(native=True, kv="bf16", inference="bf16").native_matmuls == (0, 0)  # f32 only
 

@@ -1,7 +1,8 @@
 """The compressed-weight kernel (native/vnni_matmul.hpp) against a reference of its arithmetic written here in
 numpy: activations quantised to int8 per row and group (scale = max |x| / 127, round half to even), integer dot
 products with the weights' codes, then the scales. Exact in the integers, so the tolerance is float32 rounding;
-and against the float product of the dequantised weights, within the activations' quantisation error."""
+and against the float product of the dequantised weights, within the activations' quantisation error. With f32
+activations (int8_f32) it is that float product within float32 rounding."""
 from __future__ import annotations
 
 import numpy as np
@@ -102,6 +103,26 @@ def test_a_row_does_not_depend_on_the_others():
     for r in range(13):
         alone = _native.vnni_matmul("int8", q, scale, zero, x[r:r + 1], 128)
         np.testing.assert_array_equal(together[r:r + 1], alone)
+
+
+@settings(max_examples=20, deadline=None)
+@given(tiles=st.integers(1, 3), k=st.sampled_from([8, 64, 1024]), rows=st.integers(1, 17),
+       seed=st.integers(0, 2**32 - 1))
+@example(tiles=2, k=1024, rows=17, seed=0)
+def test_with_f32_activations_it_is_the_float_product_of_the_decompressed_weights(tiles, k, rows, seed):
+    """int8_f32 (exact_matmul, the code predictor's heads): nothing quantised but the weights, so the product of
+    the dequantised weights within float32 rounding, and each row alone as in any batch."""
+    rng = np.random.default_rng(seed)
+    n = 32 * tiles
+    q, scale, zero = weights(rng, "int8", n, k, 8)
+    x = (rng.standard_normal((rows, k)) * rng.uniform(0.01, 100)).astype(np.float32)
+    y = _native.vnni_matmul("int8_f32", q, scale, zero, x, 8)
+    w = (q - zero[:, None]).astype(np.float64) * scale.astype(np.float64)[:, None]
+    exact = x.astype(np.float64) @ w.T
+    bound = 1e-5 * (np.abs(x).astype(np.float64) @ np.abs(w).T) + 1e-30
+    assert np.all(np.abs(y - exact) <= bound), np.abs(y - exact).max()
+    for r in (0, rows - 1):
+        np.testing.assert_array_equal(_native.vnni_matmul("int8_f32", q, scale, zero, x[r:r + 1], 8), y[r:r + 1])
 
 
 @pytest.mark.parametrize("kind, n, k, group", [("int8", 48, 64, 32), ("int8", 32, 60, 20), ("int4", 32, 64, 24)])
