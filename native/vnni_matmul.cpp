@@ -72,6 +72,20 @@ CHORUS_VNNI void quantise_row(const float* x, std::size_t k, std::size_t group, 
     }
 }
 
+// The tile's 32 sums of R rows into y, times the output channels' scales (INT8: one per channel).
+template <std::size_t R>
+CHORUS_VNNI inline __attribute__((always_inline)) void store_scaled(const PackedWeights& w, std::size_t row0,
+                                                                    std::size_t tile, const __m512 (&sum0)[R],
+                                                                    const __m512 (&sum1)[R], float* y) {
+    const __m512 scale0 = _mm512_loadu_ps(w.scale.get() + tile * kTile);
+    const __m512 scale1 = _mm512_loadu_ps(w.scale.get() + tile * kTile + kBlock);
+    _Pragma("GCC unroll 8") for (std::size_t r = 0; r < R; ++r) {
+        float* yr = y + (row0 + r) * w.n + tile * kTile;
+        _mm512_storeu_ps(yr, _mm512_mul_ps(sum0[r], scale0));
+        _mm512_storeu_ps(yr + kBlock, _mm512_mul_ps(sum1[r], scale1));
+    }
+}
+
 // One tile of 32 output channels for R rows of INT8 asymmetric weights. The tile's weights are one stream of
 // 128-byte input steps (16 channels' 4 inputs, twice), so each thread reads one run of memory front to back; each
 // load feeds R dot products and each activation broadcast two.
@@ -109,13 +123,7 @@ CHORUS_VNNI void int8_tile(const PackedWeights& w, const Quantised& a, std::size
             out1[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot1), scale, out1[r]);
         }
     }
-    const __m512 scale0 = _mm512_loadu_ps(w.scale.get() + tile * kTile);
-    const __m512 scale1 = _mm512_loadu_ps(w.scale.get() + tile * kTile + kBlock);
-    _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) {
-        float* yr = y + (row0 + r) * w.n + tile * kTile;
-        _mm512_storeu_ps(yr, _mm512_mul_ps(out0[r], scale0));
-        _mm512_storeu_ps(yr + kBlock, _mm512_mul_ps(out1[r], scale1));
-    }
+    store_scaled<R>(w, row0, tile, out0, out1, y);
 }
 
 // The same for INT4 symmetric weights, a scale per channel and group: one 64-byte load holds two input steps of 16
@@ -227,13 +235,7 @@ CHORUS_VNNI void exact_tile(const PackedWeights& w, const float* x, std::size_t 
         exact_input<2, R>(xs, v0, v1, zero0, zero1, acc0, acc1);
         exact_input<3, R>(xs, v0, v1, zero0, zero1, acc0, acc1);
     }
-    const __m512 scale0 = _mm512_loadu_ps(w.scale.get() + tile * kTile);
-    const __m512 scale1 = _mm512_loadu_ps(w.scale.get() + tile * kTile + kBlock);
-    _Pragma("GCC unroll 8") for (std::size_t r = 0; r < R; ++r) {
-        float* yr = y + (row0 + r) * w.n + tile * kTile;
-        _mm512_storeu_ps(yr, _mm512_mul_ps(acc0[r], scale0));
-        _mm512_storeu_ps(yr + kBlock, _mm512_mul_ps(acc1[r], scale1));
-    }
+    store_scaled<R>(w, row0, tile, acc0, acc1, y);
 }
 
 // Rows per pass of exact_tile: a weight decompressed (4 operations per 16) serves this many FMAs; 16 accumulators.
