@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include <openvino/op/parameter.hpp>
+#include <openvino/op/result.hpp>
+
 #include "predictor_heads.hpp"
 
 namespace {
@@ -14,6 +17,19 @@ void check_logits(const ov::CompiledModel& compiled, std::size_t codebook_size) 
         throw std::runtime_error("code predictor logits have shape " + logits.to_string() + ", expected [B, " +
                                  std::to_string(codebook_size) + "]");
     }
+}
+
+// The weights of a head that is nothing but one product on our kernel (Parameter -> CompressedMatMul -> Result),
+// else nullptr.
+std::shared_ptr<const PackedWeights> lone_product(const std::shared_ptr<ov::Model>& head) {
+    std::shared_ptr<const PackedWeights> weights;
+    for (const auto& op : head->get_ordered_ops()) {
+        if (ov::is_type<ov::op::v0::Parameter>(op) || ov::is_type<ov::op::v0::Result>(op)) continue;
+        const auto product = ov::as_type_ptr<CompressedMatMul>(op);
+        if (!product || weights) return nullptr;
+        weights = product->weights();
+    }
+    return weights;
 }
 
 }  // namespace
@@ -46,6 +62,16 @@ CodePredictor::CodePredictor(ov::Core& core, const std::string& xml, const std::
             // On the kernel too where the body is, with the activations left f32 (exact_matmul): at 8 rows the
             // plugin's decompressing product took ~8 ms a frame for the 15 heads.
             if (native_matmuls) native_matmuls_ += use_native_matmuls(head, /*exact_activations=*/true);
+            head_weights_.push_back(lone_product(head));
+        }
+        // A head that is one product on the kernel runs without an infer of its own: an infer of a one-op model
+        // cost ~0.1 ms of the plugin's bookkeeping, 15 times a frame (docs/experiments.md).
+        const bool direct = std::all_of(head_weights_.begin(), head_weights_.end(), [this](const auto& w) {
+            return w && w->n == codebook_size_;
+        });
+        if (!direct) head_weights_.clear();
+        for (const auto& head : split->heads) {
+            if (direct) break;
             heads_.push_back(core.compile_model(head, device, head_properties));
             check_logits(heads_.back(), codebook_size_);
             head_requests_.push_back(heads_.back().create_infer_request());
@@ -55,24 +81,31 @@ CodePredictor::CodePredictor(ov::Core& core, const std::string& xml, const std::
     if (native_matmuls) native_matmuls_ += use_native_matmuls(body);
     bodies_.reserve(2);
     bodies_.emplace_back(core, body, device, properties, out_name);
-    if (heads_.empty()) check_logits(bodies_.front().compiled, codebook_size_);
+    if (!split_heads()) check_logits(bodies_.front().compiled, codebook_size_);
     if (batched) {
         bodies_.emplace_back(core, body, device, batched->properties, out_name);
         batched_from_ = batched->from_batch;
     }
     for (Body& b : bodies_) {
-        if (heads_.empty()) b.request.set_tensor("head_index", head_index_);
+        if (!split_heads()) b.request.set_tensor("head_index", head_index_);
     }
     active_ = &bodies_.front();
 }
 
 const float* CodePredictor::infer_logits(std::size_t head) {
-    if (heads_.empty()) {
+    if (!split_heads()) {
         head_index_.data<int64_t>()[0] = static_cast<int64_t>(head);
         active_->request.infer();
         return active_->request.get_tensor(active_->out).data<const float>();
     }
     active_->request.infer();
+    if (!head_weights_.empty()) {
+        const ov::Tensor hidden = active_->request.get_tensor(active_->out);
+        const std::size_t rows = hidden.get_size() / head_weights_[head]->k;  // the predictor's own width
+        logits_.resize(rows * codebook_size_);
+        exact_matmul(*head_weights_[head], hidden.data<const float>(), rows, logits_.data());
+        return logits_.data();
+    }
     // The body's output tensor can be reallocated when the batch changes: hand the current one over every call.
     ov::InferRequest& head_request = head_requests_[head];
     head_request.set_input_tensor(active_->request.get_tensor(active_->out));
@@ -82,6 +115,7 @@ const float* CodePredictor::infer_logits(std::size_t head) {
 
 std::vector<KernelInfo> CodePredictor::kernels() const {
     auto kernels = executed_kernels(bodies_.front().compiled);
+    if (!head_weights_.empty()) kernels.push_back(native_matmul_kernel(/*exact_activations=*/true));
     if (!heads_.empty()) {
         const auto head = executed_kernels(heads_.front());  // every head compiles alike
         kernels.insert(kernels.end(), head.begin(), head.end());

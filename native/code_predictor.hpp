@@ -43,9 +43,9 @@ public:
     std::size_t num_codebooks() const { return tables_.size(); }
     // The body's kernels, then one head's (all heads compile alike).
     std::vector<KernelInfo> kernels() const;
-    // True when the output heads were split off into models of their own (predictor_heads.hpp).
-    bool split_heads() const { return !heads_.empty(); }
-    // The body's compressed-weight MatMuls run by vnni_matmul (the heads stay the plugin's: see the constructor).
+    // True when the output heads were split off the body (predictor_heads.hpp).
+    bool split_heads() const { return !heads_.empty() || !head_weights_.empty(); }
+    // The compressed-weight MatMuls run by our kernel: the body's, and the heads' (see the constructor).
     const NativeMatMuls& native_matmuls() const { return native_matmuls_; }
 
 private:
@@ -67,8 +67,12 @@ private:
     std::size_t batched_from_ = 0;
     NativeMatMuls native_matmuls_;
     Body* active_ = nullptr;  // the one this frame runs on
-    std::vector<ov::CompiledModel> heads_;  // empty when unsplit
+    std::vector<ov::CompiledModel> heads_;  // empty when unsplit or run directly (head_weights_)
     std::vector<ov::InferRequest> head_requests_;
+    // Where every head is one product on our kernel: its weights, run straight on the body's output (exact_matmul)
+    // instead of through an infer of its own, and the logits they write.
+    std::vector<std::shared_ptr<const PackedWeights>> head_weights_;
+    std::vector<float> logits_;
     EmbeddingTables tables_;
     std::size_t hidden_size_;
     std::size_t codebook_size_;

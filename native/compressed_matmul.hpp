@@ -27,6 +27,8 @@ public:
     bool has_evaluate() const override;
     bool evaluate(ov::TensorVector& outputs, const ov::TensorVector& inputs) const override;
 
+    const std::shared_ptr<const PackedWeights>& weights() const { return weights_; }
+
 private:
     std::shared_ptr<const PackedWeights> weights_;
     bool exact_activations_ = false;

@@ -11,6 +11,11 @@ std::string info(const ov::Node::RTMap& rt_info, const std::string& key) {
 
 }  // namespace
 
+KernelInfo native_matmul_kernel(bool exact_activations) {
+    if (exact_activations) return {"CompressedMatMul", "chorus_exact_avx512", "u8_f32"};
+    return {"CompressedMatMul", "chorus_vnni_avx512", "u8_i8"};
+}
+
 std::vector<KernelInfo> executed_kernels(const ov::CompiledModel& compiled) {
     std::vector<KernelInfo> kernels;
     auto ends_with = [](const std::string& name, const std::string& suffix) {
@@ -19,12 +24,8 @@ std::vector<KernelInfo> executed_kernels(const ov::CompiledModel& compiled) {
     for (const auto& op : compiled.get_runtime_model()->get_ordered_ops()) {
         const auto& rt_info = op->get_rt_info();
         const std::string& name = op->get_friendly_name();
-        if (ends_with(name, kNativeMatMulSuffix)) {  // ours: vnni_matmul.hpp
-            kernels.push_back({"CompressedMatMul", "chorus_vnni_avx512", "u8_i8"});
-            continue;
-        }
-        if (ends_with(name, kExactMatMulSuffix)) {
-            kernels.push_back({"CompressedMatMul", "chorus_exact_avx512", "u8_f32"});
+        if (ends_with(name, kNativeMatMulSuffix) || ends_with(name, kExactMatMulSuffix)) {  // ours
+            kernels.push_back(native_matmul_kernel(ends_with(name, kExactMatMulSuffix)));
             continue;
         }
         // The keys of ov::exec_model_info (its header is not in the openvino wheel).

@@ -14,3 +14,6 @@ struct KernelInfo {
 };
 
 std::vector<KernelInfo> executed_kernels(const ov::CompiledModel& compiled);
+
+// How our own matrix kernel is listed (compressed_matmul.hpp): with quantised activations, or with f32 ones.
+KernelInfo native_matmul_kernel(bool exact_activations);
