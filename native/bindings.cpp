@@ -174,11 +174,11 @@ nb::list kernels(PyRunner& self) {
     return out;
 }
 
-// The VNNI kernel alone on given weights, for tests against a reference of its arithmetic: q [n, k] (u8 codes with
+// The compressed-weight kernel alone on given weights (the build matmul_isa() picks), for tests against a reference
+// of its arithmetic: q [n, k] (u8 codes with
 // zero [n] for "int8"; -8..7 for "int4", zero unused), scale [n] or [n, k / group], x [rows, k] -> y [rows, n].
 nb::object vnni_matmul_of(const std::string& kind, In<int32_t> q, In<float> scale, In<float> zero, In<float> x,
                           std::size_t group) {
-    if (!vnni_matmul_available()) throw std::runtime_error("this CPU has no AVX-512 VNNI");
     expect_ndim(q, 2, "q");
     expect_ndim(x, 2, "x");
     const std::size_t n = q.shape(0), k = q.shape(1), rows = x.shape(0);
@@ -244,7 +244,7 @@ NB_MODULE(_native, m) {
                      [](PyRunner& self) { return self.runner().dynamic_quantization_group_size(); },
                      "The talker's DYNAMIC_QUANTIZATION_GROUP_SIZE as compiled (0: activations not quantised).")
         .def_prop_ro("native_matmuls", [](PyRunner& self) { return self.runner().native_matmuls(); },
-                     "(talker, code predictor body): how many compressed-weight MatMuls run on the project's VNNI "
+                     "(talker, code predictor): how many compressed-weight MatMuls run on the project's own "
                      "kernel (native/compressed_matmul.hpp); (0, 0) where the CPU or the precision does not allow it.")
         .def("kernels", &kernels,
              "(graph, layer type, kernel, precision) of every op the plugin runs, after at least one step.");
@@ -252,7 +252,10 @@ NB_MODULE(_native, m) {
           nb::arg("x"), nb::arg("group"),
           "The compressed-weight kernel alone (native/vnni_matmul.hpp), for tests: y [rows, n] = x · Wᵀ.");
     m.def("vnni_matmul_available", &vnni_matmul_available,
-          "Whether this CPU runs the project's compressed-weight kernel (AVX-512 F, BW and VNNI, by CPUID).");
+          "Whether this CPU runs the project's compressed-weight kernel (AVX-512 VNNI or AVX2, by CPUID).");
+    m.def("matmul_isa", &matmul_isa_name,
+          "Which build of that kernel runs here: \"avx512\" (VNNI), \"avx2\" (also where CHORUS_MATMUL_ISA=avx2 "
+          "asks for it) or \"\".");
     m.def("cpu_isa", &cpu_isa,
           "The most telling ISA extension CPUID reports (amx_bf16, avx512_bf16, avx512f, avx2 or \"\"): what the "
           "plugin's kernels dispatch on, also under an emulator.");

@@ -1,5 +1,5 @@
 #pragma once
-// The language models' compressed-weight matrix products, run by our VNNI kernel (vnni_matmul.hpp) instead of the
+// The language models' compressed-weight matrix products, run by our kernel (vnni_matmul.hpp) instead of the
 // plugin's FullyConnected. At load, every MatMul(x, decompress(Constant)ᵀ) whose weights are INT8 asymmetric per
 // channel or INT4 symmetric in groups (what export/compress.py writes) becomes a CompressedMatMul holding the
 // weights repacked; the CPU plugin runs an op it does not know through its evaluate() (a "Reference" node), on the
@@ -50,5 +50,6 @@ struct NativeMatMuls {
     }
 };
 
-// Rewrites `model` in place; call only where vnni_matmul_available() and the model computes in f32.
+// Rewrites `model` in place; call only where vnni_matmul_available() (AVX-512 VNNI or AVX2) and the model computes
+// in f32.
 NativeMatMuls use_native_matmuls(const std::shared_ptr<ov::Model>& model, bool exact_activations = false);

@@ -37,7 +37,7 @@ struct RunnerOptions {
     std::optional<uint64_t> batched_dynamic_quantization_group_size;
     std::size_t batched_from = 0;
     // Run the talker's and the code predictor body's compressed-weight MatMuls with vnni_matmul where it can
-    // (compressed_matmul.hpp): on the CPU, with AVX-512 VNNI, computing in f32.
+    // (compressed_matmul.hpp): on the CPU, with AVX-512 VNNI or AVX2, computing in f32.
     bool native_matmuls = false;
 };
 

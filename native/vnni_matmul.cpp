@@ -10,14 +10,13 @@
 #include <string>
 #include <vector>
 
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
-#include <tbb/partitioner.h>
+#include "matmul_tiles.hpp"
 
-// Only these functions use AVX-512: the module itself is built for the baseline x86-64, and the runner installs the
-// kernel only where vnni_matmul_available() says the CPU has it.
+// Only these functions use AVX-512: the module itself is built for the baseline x86-64, and they run only where
+// matmul_isa() says the CPU has it.
 #define CHORUS_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
 
+namespace matmul::avx512 {
 namespace {
 
 // acc += the dot products of w's u8 and x's s8 quadruples, in place. GCC's intrinsic for it copies the accumulator
@@ -26,22 +25,10 @@ CHORUS_VNNI inline void dpbusd(__m512i& acc, __m512i w, __m512i x) {
     __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(w), "v"(x));
 }
 
-constexpr std::size_t kBlock = 16;   // output channels per 512-bit accumulator
-constexpr std::size_t kTile = 32;    // output channels per pass: two accumulators side by side in the weights
+constexpr std::size_t kBlock = 16;   // output channels per 512-bit accumulator: two side by side in a tile
 constexpr std::size_t kMaxRows = 4;  // rows sharing one pass over the weights (accumulators: 2-4 per row)
 
-// Four int8 activations as the int32 a VNNI broadcast takes (memcpy: an int8 buffer is not read through int32*).
-inline int32_t quad(const int8_t* x) {
-    int32_t v;
-    std::memcpy(&v, x, sizeof v);
-    return v;
-}
-
-struct Quantised {  // one call's activations, int8 per row and group
-    std::vector<int8_t> q;       // [rows][k], read four inputs (one input step) at a time
-    std::vector<float> scale;    // [rows][groups]
-    std::vector<int32_t> sum;    // [rows][groups]: sum of q over the group, for the zero point / +8 offset
-};
+}  // namespace
 
 CHORUS_VNNI void quantise_row(const float* x, std::size_t k, std::size_t group, int8_t* q, float* scale,
                               int32_t* sum) {
@@ -71,6 +58,8 @@ CHORUS_VNNI void quantise_row(const float* x, std::size_t k, std::size_t group, 
         sum[g] = total;
     }
 }
+
+namespace {
 
 // The tile's 32 sums of R rows into y, times the output channels' scales (INT8: one per channel).
 template <std::size_t R>
@@ -185,8 +174,10 @@ void tile_rows(const PackedWeights& w, const Quantised& a, std::size_t row0, std
     }
 }
 
+}  // namespace
+
 // One tile for every row, kMaxRows at a time (the tile's weights come from the caches after the first pass).
-void tile_all_rows(const PackedWeights& w, const Quantised& a, std::size_t rows, std::size_t tile, float* y) {
+void tiles(const PackedWeights& w, const Quantised& a, std::size_t rows, std::size_t tile, float* y) {
     std::size_t r = 0;
     for (; r + kMaxRows <= rows; r += kMaxRows) tile_rows<kMaxRows>(w, a, r, tile, y);
     switch (rows - r) {
@@ -196,6 +187,8 @@ void tile_all_rows(const PackedWeights& w, const Quantised& a, std::size_t rows,
         default: break;
     }
 }
+
+namespace {
 
 // Input `I` (0..3) of the 16 channels in a 64-byte VNNI load, minus their zero points, as f32.
 template <int I>
@@ -241,7 +234,9 @@ CHORUS_VNNI void exact_tile(const PackedWeights& w, const float* x, std::size_t 
 // Rows per pass of exact_tile: a weight decompressed (4 operations per 16) serves this many FMAs; 16 accumulators.
 constexpr std::size_t kExactRows = 8;
 
-void exact_tile_all_rows(const PackedWeights& w, const float* x, std::size_t rows, std::size_t tile, float* y) {
+}  // namespace
+
+void exact_tiles(const PackedWeights& w, const float* x, std::size_t rows, std::size_t tile, float* y) {
     std::size_t r = 0;
     for (; r + kExactRows <= rows; r += kExactRows) exact_tile<kExactRows>(w, x, r, tile, y);
     switch (rows - r) {
@@ -256,17 +251,11 @@ void exact_tile_all_rows(const PackedWeights& w, const float* x, std::size_t row
     }
 }
 
-// Runs of tiles, taken by whichever thread is free: a worker that wakes late costs the caller no wait, as it would
-// with halves fixed in advance. A run is 1/16 of the tiles, long enough to stream from memory in order.
-template <class TileFn>
-void for_each_tile(std::size_t tiles, const TileFn& tile_fn) {
-    tbb::parallel_for(
-        tbb::blocked_range<std::size_t>(0, tiles, std::max<std::size_t>(1, tiles / 16)),
-        [&](const tbb::blocked_range<std::size_t>& range) {
-            for (std::size_t tile = range.begin(); tile != range.end(); ++tile) tile_fn(tile);
-        },
-        tbb::simple_partitioner());
-}
+}  // namespace matmul::avx512
+
+namespace {
+
+using matmul::kTile;
 
 std::unique_ptr<uint8_t[], void (*)(void*)> aligned_bytes(std::size_t size) {
     void* p = std::aligned_alloc(64, (size + 63) / 64 * 64);
@@ -288,11 +277,29 @@ std::size_t PackedWeights::bytes() const {
     return kind == Kind::int8_asym ? n * k : n * k / 2;
 }
 
-bool vnni_matmul_available() {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vnni");
+MatmulIsa matmul_isa() {
+    static const MatmulIsa isa = [] {
+        __builtin_cpu_init();
+        const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        const bool vnni = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vnni");
+        // For measuring the AVX2 build on a newer CPU (docs/performance.md); never needed to serve.
+        const char* cap = std::getenv("CHORUS_MATMUL_ISA");
+        const bool capped = cap != nullptr && std::string(cap) == "avx2";
+        return vnni && !capped ? MatmulIsa::avx512_vnni : avx2 ? MatmulIsa::avx2 : MatmulIsa::none;
+    }();
+    return isa;
 }
+
+const char* matmul_isa_name() {
+    switch (matmul_isa()) {
+        case MatmulIsa::avx512_vnni: return "avx512";
+        case MatmulIsa::avx2: return "avx2";
+        default: return "";
+    }
+}
+
+bool vnni_matmul_available() { return matmul_isa() != MatmulIsa::none; }
 
 PackedWeights pack_int8_asym(const uint8_t* q, const float* scale, const float* zero, std::size_t n, std::size_t k,
                              std::size_t group) {
@@ -360,19 +367,23 @@ PackedWeights pack_int4_sym(const int8_t* q, const float* scale, std::size_t n, 
 
 void vnni_matmul(const PackedWeights& w, const float* x, std::size_t rows, float* y) {
     if (rows == 0) return;
+    if (matmul_isa() == MatmulIsa::none) throw std::runtime_error("this CPU has neither AVX2 nor AVX-512 VNNI");
     const std::size_t groups = w.k / w.group;
     // The caller's buffer, named through a reference: a lambda does not capture a thread_local, so the TBB workers
     // would otherwise each see their own (empty) one.
-    thread_local Quantised buffer;
-    Quantised& a = buffer;
+    thread_local matmul::Quantised buffer;
+    matmul::Quantised& a = buffer;
     a.q.resize(rows * w.k);
     a.scale.resize(rows * groups);
     a.sum.resize(rows * groups);
+    const bool avx512 = matmul_isa() == MatmulIsa::avx512_vnni;
+    auto* quantise_row = avx512 ? matmul::avx512::quantise_row : matmul::avx2::quantise_row;
+    auto* tiles = avx512 ? matmul::avx512::tiles : matmul::avx2::tiles;
     for (std::size_t r = 0; r < rows; ++r) {
         quantise_row(x + r * w.k, w.k, w.group, a.q.data() + r * w.k, a.scale.data() + r * groups,
                      a.sum.data() + r * groups);
     }
-    for_each_tile(w.n / kTile, [&](std::size_t tile) { tile_all_rows(w, a, rows, tile, y); });
+    matmul::for_each_tile(w.n / kTile, [&](std::size_t tile) { tiles(w, a, rows, tile, y); });
 }
 
 void exact_matmul(const PackedWeights& w, const float* x, std::size_t rows, float* y) {
@@ -380,5 +391,8 @@ void exact_matmul(const PackedWeights& w, const float* x, std::size_t rows, floa
         throw std::invalid_argument("exact_matmul takes INT8 asymmetric weights");
     }
     if (rows == 0) return;
-    for_each_tile(w.n / kTile, [&](std::size_t tile) { exact_tile_all_rows(w, x, rows, tile, y); });
+    if (matmul_isa() == MatmulIsa::none) throw std::runtime_error("this CPU has neither AVX2 nor AVX-512 VNNI");
+    auto* exact_tiles =
+        matmul_isa() == MatmulIsa::avx512_vnni ? matmul::avx512::exact_tiles : matmul::avx2::exact_tiles;
+    matmul::for_each_tile(w.n / kTile, [&](std::size_t tile) { exact_tiles(w, x, rows, tile, y); });
 }

@@ -1,7 +1,8 @@
 #pragma once
-// y = x · Wᵀ for compressed weights, with integer dot products (AVX-512 VNNI, `vpdpbusd`), for the few rows a step
-// has. The plugin's compressed-weight FullyConnected streams the weights at ~23 GB/s on 2 Zen 4 cores where a plain
-// read runs at 27-29 and this kernel at 26-34 (docs/experiments.md): at one row a step is nothing but that stream.
+// y = x · Wᵀ for compressed weights, with integer dot products (AVX-512 VNNI `vpdpbusd`, or AVX2 `vpmaddubsw`), for
+// the few rows a step has. The plugin's compressed-weight FullyConnected streams the weights at ~23 GB/s on 2 Zen 4
+// cores where a plain read runs at 27-29 and this kernel at 26-34 (docs/experiments.md): at one row a step is
+// nothing but that stream.
 //
 // Numerics: each row's activations are quantised to int8 by itself, in groups of `group` inputs (one scale each),
 // and every output channel is finished by one thread in one fixed order, so a row's result does not depend on the
@@ -26,7 +27,14 @@ struct PackedWeights {
     std::size_t bytes() const;          // of the weights as stored
 };
 
-// Whether this CPU (CPUID and the OS's saved state) runs the kernel: AVX-512 F, BW and VNNI.
+// Which build of the kernel this CPU runs (by CPUID): AVX-512 VNNI (F, BW and VNNI: Ice Lake and later Xeons,
+// Zen 4 and later), else AVX2 with FMA (every household box since Haswell; `vpmaddubsw`, 32 products in 4
+// instructions where VNNI takes 1, ample for a stream of weights from memory), else none. Both give the same bits.
+// CHORUS_MATMUL_ISA=avx2 in the environment picks the AVX2 build on a newer CPU, to measure it there.
+enum class MatmulIsa { none, avx2, avx512_vnni };
+MatmulIsa matmul_isa();
+const char* matmul_isa_name();  // "avx512", "avx2" or ""
+// Whether this CPU runs the kernel at all (matmul_isa() is not none).
 bool vnni_matmul_available();
 
 // q: [n][k] u8 with dequantised w = (q - zero[n]) * scale[n]. Throws std::invalid_argument on shapes it cannot take.

@@ -1,12 +1,12 @@
-"""The compressed-weight products on the project's VNNI kernel against the plugin's, in one process.
+"""The compressed-weight products on the project's kernel against the plugin's, in one process.
 
     python tools/bench_matmul.py --model MODELS/0.6b-int8 --batches 1,8,16 --pairs 30
 
 Two runners of one model directory, engine.native_matmul on and off, each with its own engine core and requests;
 their engine steps (whole frames: talker, codebook 0, the 15 code-predictor calls) alternate A-B-A-B, so load
 drift on a shared machine falls on both alike. Prints each one's median frame and talker-alone ms by batch and
-the ratio of medians (native / plugin). Where the kernel does not apply (no AVX-512 VNNI, float weights, bf16
-arithmetic) it says so and stops.
+the ratio of medians (native / plugin). Where the kernel does not apply (neither AVX-512 VNNI nor AVX2, float
+weights, bf16 arithmetic) it says so and stops. `CHORUS_MATMUL_ISA=avx2` times the kernel's AVX2 build on a newer CPU.
 """
 from __future__ import annotations
 
@@ -68,8 +68,8 @@ def main(argv=None) -> None:
           f"{facts.inference_precision(lm.hint)}  MatMuls on the kernel: talker {native[0]}, "
           f"code predictor {native[1]}")
     if native == (0, 0):
-        print("bench_matmul: the kernel does not apply here (it needs AVX-512 VNNI, INT8 or INT4 weights and f32 "
-              "arithmetic)", file=sys.stderr)
+        print("bench_matmul: the kernel does not apply here (it needs AVX-512 VNNI or AVX2, INT8 or INT4 weights "
+              "and f32 arithmetic)", file=sys.stderr)
         sys.exit(2)
     rows = []
     for batch in (int(b) for b in args.batches.split(",")):

@@ -2,8 +2,14 @@
 numpy: activations quantised to int8 per row and group (scale = max |x| / 127, round half to even), integer dot
 products with the weights' codes, then the scales. Exact in the integers, so the tolerance is float32 rounding;
 and against the float product of the dequantised weights, within the activations' quantisation error. With f32
-activations (int8_f32) it is that float product within float32 rounding."""
+activations (int8_f32) it is that float product within float32 rounding. The AVX2 build (native/avx2_matmul.cpp)
+gives the AVX-512 build's bits: checked side by side where both run, and alone under the emulated Haswell
+(.ci/avx2)."""
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -12,7 +18,8 @@ from hypothesis import strategies as st
 
 from wyoming_chorus.native_module import _native
 
-pytestmark = pytest.mark.skipif(not _native.vnni_matmul_available(), reason="this CPU has no AVX-512 VNNI")
+pytestmark = pytest.mark.skipif(not _native.vnni_matmul_available(),
+                                reason="this CPU has neither AVX2 nor AVX-512 VNNI")
 
 
 def quantise(x: np.ndarray, group: int) -> tuple[np.ndarray, np.ndarray]:
@@ -132,3 +139,48 @@ def test_shapes_it_cannot_take_are_refused(kind, n, k, group):
         scale = np.ones((n, k // group if k % group == 0 else 1), np.float32)
     with pytest.raises(ValueError):
         _native.vnni_matmul(kind, q, scale, zero, np.ones((1, k), np.float32), group)
+
+
+# Cases for the two builds side by side: every row count the passes split differently (AVX-512: 4 rows a pass, 8
+# with f32 activations; AVX2: 2 and 3), INT8 codes 0 (-128 once centred, the one value whose sign cannot be flipped
+# in a byte) against negative activations, activations at the clamp, groups of 8 and 128, INT4's extremes.
+SIDE_BY_SIDE = """
+import sys
+import numpy as np
+from wyoming_chorus.native_module import _native
+rng = np.random.default_rng(7)
+results = {"isa": np.array(_native.matmul_isa())}
+for rows in range(1, 10):
+    for kind, group in (("int8", 8), ("int8", 128), ("int4", 32), ("int8_f32", 128)):
+        n, k = 64, 256
+        if kind == "int4":
+            q = rng.integers(-8, 8, (n, k)).astype(np.int32)
+            q[0], q[1] = -8, 7
+            scale = rng.uniform(1e-3, 2e-2, (n, k // group)).astype(np.float32)
+            zero = np.zeros(n, np.float32)
+        else:
+            q = rng.integers(0, 256, (n, k)).astype(np.int32)
+            q[0], q[1] = 0, 255
+            scale = rng.uniform(1e-3, 2e-2, n).astype(np.float32)
+            zero = rng.integers(0, 256, n).astype(np.float32)
+        x = (rng.standard_normal((rows, k)) * 10).astype(np.float32)
+        x[0, ::2] = -np.abs(x[0, ::2]).max()  # half the first row at -127 once quantised
+        results[f"{kind}-{group}-{rows}"] = _native.vnni_matmul(kind, q, scale, zero, x, group)
+np.savez(sys.argv[1], **results)
+"""
+
+
+@pytest.mark.skipif(_native.matmul_isa() != "avx512", reason="both builds run only on an AVX-512 VNNI CPU")
+def test_the_avx2_build_gives_the_avx512_builds_bits(tmp_path):
+    """Households' AVX2 boxes speak exactly as a VNNI CPU would: the same integers, the same float order."""
+    outputs = {}
+    for isa in ("", "avx2"):
+        path = tmp_path / f"{isa or 'best'}.npz"
+        subprocess.run([sys.executable, "-c", SIDE_BY_SIDE, str(path)], check=True,
+                       env={**os.environ, "CHORUS_MATMUL_ISA": isa})
+        outputs[isa] = np.load(path)
+    assert str(outputs[""]["isa"]) == "avx512" and str(outputs["avx2"]["isa"]) == "avx2"
+    cases = [name for name in outputs[""].files if name != "isa"]
+    assert len(cases) == 36
+    for name in cases:
+        np.testing.assert_array_equal(outputs["avx2"][name], outputs[""][name], err_msg=name)

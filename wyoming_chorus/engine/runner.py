@@ -27,7 +27,7 @@ class RunnerOptions:
     # DYNAMIC_QUANTIZATION_GROUP_SIZE of the talker and the code predictor's body: None = by the rule of
     # lm_precision.activation_groups (this CPU and the weights' format).
     activation_groups: ActivationGroups | None = None
-    # engine.native_matmul: compressed-weight products on the project's VNNI kernel where the CPU has AVX-512 VNNI
+    # engine.native_matmul: compressed-weight products on the project's kernel where the CPU has AVX-512 VNNI or AVX2
     # and the language models compute in f32 (native/compressed_matmul.hpp); elsewhere the plugin's, whatever this says.
     native_matmuls: bool = True
 
