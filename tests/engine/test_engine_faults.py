@@ -5,7 +5,9 @@ and the engine decides in one place whether it is alive.
 - a codec decoder that raises ends its request through the abort path: no frame more is generated for it;
 - the engine loop dying (a runner step breaking its contract) fails every request it holds or that arrives
   meanwhile, and makes the server exit non-zero;
-- stopping with requests in flight ends each of them with an error.
+- stopping with requests in flight ends each of them with an error;
+- a warm-up that fails at start (a graph the CPU cannot run) is the error the server stops with, its threads never
+  started, nothing masking it.
 """
 from __future__ import annotations
 
@@ -173,3 +175,23 @@ def test_a_dead_engine_fails_health_and_the_server_exits_non_zero(monkeypatch):
     code = asyncio.run(asyncio.wait_for(app.serve(settings), 120))
     assert code == 1
     assert seen["health"] == 503
+
+
+def test_a_start_that_fails_in_the_warm_up_stops_with_that_error(monkeypatch):
+    """Seen with the text model's compressed products under ONEDNN_MAX_CPU_ISA=AVX2: stopping the half-started
+    service joined threads that were never started, and "cannot join thread before it is started" hid the cause."""
+    import wyoming_chorus.app as app
+    from wyoming_chorus.config import MetricsSettings, ServerSettings, Settings, ZeroconfSettings
+    from wyoming_chorus.frontend.requests import RequestBuilder
+
+    from helpers import free_port
+
+    def warm_up_that_fails(self):
+        raise RuntimeError("the text model cannot run here")
+
+    monkeypatch.setattr(RequestBuilder, "warm_up", warm_up_that_fails)
+    settings = Settings(server=ServerSettings(uri=f"tcp://127.0.0.1:{free_port()}", shutdown_timeout=2.0),
+                        zeroconf=ZeroconfSettings(enabled=False),
+                        engine=EngineSettings(), metrics=MetricsSettings(address="127.0.0.1", port=0))
+    with pytest.raises(RuntimeError, match="the text model cannot run here"):
+        asyncio.run(asyncio.wait_for(app.serve(settings), 120))

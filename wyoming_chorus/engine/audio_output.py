@@ -94,7 +94,8 @@ class CodecWorker:
     def stop(self, timeout: float) -> None:
         """The jobs put before this are still done, with every block they make ready."""
         self._jobs.put(_STOP)
-        self._thread.join(timeout)
+        if self._thread.ident is not None:  # a start that failed earlier left no thread to join
+            self._thread.join(timeout)
 
     # Called from the engine thread (prime: when the request is added, before its first step); the work happens on
     # the codec thread, in order. Each says whether it will be done: False once the codec thread has stopped.

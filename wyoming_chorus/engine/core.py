@@ -121,7 +121,8 @@ class EngineCore:
     def stop(self, timeout: float = 10.0) -> None:
         """Abort whatever still runs (every reader sees an error), then stop both threads."""
         self._inbox.put(Stop())
-        self._thread.join(timeout)
+        if self._thread.ident is not None:  # a start that failed earlier left no thread to join
+            self._thread.join(timeout)
         self.codec.stop(timeout)
 
     @property

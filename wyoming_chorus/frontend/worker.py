@@ -120,7 +120,8 @@ class FrontEnd:
 
     def stop(self, timeout: float) -> None:
         self.post(Stop())
-        self._thread.join(timeout)
+        if self._thread.ident is not None:  # a start that failed earlier (the warm-up) left no thread to join
+            self._thread.join(timeout)
 
     @property
     def alive(self) -> bool:
