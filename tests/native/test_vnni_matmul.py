@@ -176,7 +176,9 @@ def test_the_avx2_build_gives_the_avx512_builds_bits(tmp_path):
     outputs = {}
     for isa in ("", "avx2"):
         path = tmp_path / f"{isa or 'best'}.npz"
-        subprocess.run([sys.executable, "-c", SIDE_BY_SIDE, str(path)], check=True,
+        # From tmp_path: in the repository's root `import wyoming_chorus` would find the source tree, not the
+        # installed package with its compiled runner (CI installs it, not in place).
+        subprocess.run([sys.executable, "-c", SIDE_BY_SIDE, str(path)], check=True, cwd=tmp_path,
                        env={**os.environ, "CHORUS_MATMUL_ISA": isa})
         outputs[isa] = np.load(path)
     assert str(outputs[""]["isa"]) == "avx512" and str(outputs["avx2"]["isa"]) == "avx2"
