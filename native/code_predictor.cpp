@@ -1,7 +1,9 @@
 #include "code_predictor.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
+#include <string_view>
 
 #include <openvino/op/parameter.hpp>
 #include <openvino/op/result.hpp>
@@ -79,6 +81,11 @@ CodePredictor::CodePredictor(ov::Core& core, const std::string& xml, const std::
     }
     // The body's activations are quantised (vnni_matmul); the heads' were not (above).
     if (native_matmuls) native_matmuls_ += use_native_matmuls(body);
+    // CHORUS_PREDICTOR_BODY=plugin keeps the plugin's body, to compare the two (tests, benchmarks).
+    const char* body_choice = std::getenv("CHORUS_PREDICTOR_BODY");
+    if (native_matmuls && !head_weights_.empty() && !(body_choice && std::string_view(body_choice) == "plugin")) {
+        if (auto weights = predictor_body_weights(body)) native_body_.emplace(std::move(*weights));
+    }
     bodies_.reserve(2);
     bodies_.emplace_back(core, body, device, properties, out_name);
     if (!split_heads()) check_logits(bodies_.front().compiled, codebook_size_);
@@ -114,13 +121,24 @@ const float* CodePredictor::infer_logits(std::size_t head) {
 }
 
 std::vector<KernelInfo> CodePredictor::kernels() const {
-    auto kernels = executed_kernels(bodies_.front().compiled);
+    // The native body's small parts are plain f32 loops; its products, our kernel.
+    auto kernels = native_body_ ? std::vector<KernelInfo>{{"PredictorBody", "chorus_predictor_body", "f32"},
+                                                          native_matmul_kernel(/*exact_activations=*/false)}
+                                : executed_kernels(bodies_.front().compiled);
     if (!head_weights_.empty()) kernels.push_back(native_matmul_kernel(/*exact_activations=*/true));
     if (!heads_.empty()) {
         const auto head = executed_kernels(heads_.front());  // every head compiles alike
         kernels.insert(kernels.end(), head.begin(), head.end());
     }
     return kernels;
+}
+
+const float* CodePredictor::native_logits(std::size_t head, std::size_t batch, std::size_t rows) {
+    hidden_.resize(batch * native_body_->hidden_size());
+    native_body_->run(inputs_.data(), rows, hidden_.data());
+    logits_.resize(batch * codebook_size_);
+    exact_matmul(*head_weights_[head], hidden_.data(), batch, logits_.data());
+    return logits_.data();
 }
 
 void CodePredictor::update_views(std::size_t batch) {
@@ -145,11 +163,15 @@ void CodePredictor::predict(const std::vector<PredictorRow>& rows, int32_t* code
     std::fill_n(embedding_sum, batch * H, 0.0f);
 
     active_ = &bodies_[batched_from_ != 0 && batch >= batched_from_ ? 1 : 0];
-    active_->request.reset_state();
+    if (native_body_) {
+        native_body_->reset(batch, groups + 1);
+    } else {
+        active_->request.reset_state();
+    }
     for (std::size_t j = 0; j < groups; ++j) {
         // Infers 1.. all read next_view_, rewritten in place below: it is set once, at the first of them.
-        if (j <= 1) active_->request.set_tensor(active_->inputs, j == 0 ? first_view_ : next_view_);
-        const float* logits = infer_logits(j);
+        if (j <= 1 && !native_body_) active_->request.set_tensor(active_->inputs, j == 0 ? first_view_ : next_view_);
+        const float* logits = native_body_ ? native_logits(j, batch, j == 0 ? 2 : 1) : infer_logits(j);
         // The next input (one row per entry) overwrites the start of inputs_, which the infer no longer needs.
         for (std::size_t b = 0; b < batch; ++b) {
             std::copy_n(logits + b * codebook_size_, codebook_size_, scratch_.data());

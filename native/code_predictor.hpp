@@ -12,6 +12,7 @@
 
 #include "compressed_matmul.hpp"
 #include "kernels.hpp"
+#include "predictor_body.hpp"
 #include "sampling.hpp"
 #include "tables.hpp"
 
@@ -43,6 +44,8 @@ public:
     std::size_t num_codebooks() const { return tables_.size(); }
     // The body's kernels, then one head's (all heads compile alike).
     std::vector<KernelInfo> kernels() const;
+    // True where the body runs on the runner's own code (predictor_body.hpp) rather than through the plugin.
+    bool native_body() const { return native_body_.has_value(); }
     // True when the output heads were split off the body (predictor_heads.hpp).
     bool split_heads() const { return !heads_.empty() || !head_weights_.empty(); }
     // The compressed-weight MatMuls run by our kernel: the body's, and the heads' (see the constructor).
@@ -52,6 +55,8 @@ private:
     void update_views(std::size_t batch);
     // One infer of head `head` for the current inputs; the logits stay valid until the next infer.
     const float* infer_logits(std::size_t head);
+    // The same on the native body: `rows` new positions of inputs_ per entry.
+    const float* native_logits(std::size_t head, std::size_t batch, std::size_t rows);
 
     // The body when split, else the whole graph with its head_index input; its ports looked up once rather than by
     // name for each of the G-1 infers of a frame (out: hidden when split, else logits).
@@ -73,6 +78,9 @@ private:
     // instead of through an infer of its own, and the logits they write.
     std::vector<std::shared_ptr<const PackedWeights>> head_weights_;
     std::vector<float> logits_;
+    // Where the body's products are all on the kernel and the heads run directly: the body without the plugin.
+    std::optional<PredictorBody> native_body_;
+    std::vector<float> hidden_;
     EmbeddingTables tables_;
     std::size_t hidden_size_;
     std::size_t codebook_size_;
