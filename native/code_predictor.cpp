@@ -84,8 +84,13 @@ CodePredictor::CodePredictor(ov::Core& core, const std::string& xml, const std::
     // CHORUS_PREDICTOR_BODY=plugin keeps the plugin's body, to compare the two (tests, benchmarks).
     const char* body_choice = std::getenv("CHORUS_PREDICTOR_BODY");
     if (native_matmuls && !head_weights_.empty() && !(body_choice && std::string_view(body_choice) == "plugin")) {
-        if (auto weights = predictor_body_weights(body)) native_body_.emplace(std::move(*weights));
+        auto weights = predictor_body_weights(body);
+        const bool heads_fit = weights && std::all_of(head_weights_.begin(), head_weights_.end(), [&](const auto& w) {
+            return w->k == weights->hidden;
+        });
+        if (heads_fit) native_body_.emplace(std::move(*weights));
     }
+    if (native_body_) return;  // the plugin's body is not compiled at all
     bodies_.reserve(2);
     bodies_.emplace_back(core, body, device, properties, out_name);
     if (!split_heads()) check_logits(bodies_.front().compiled, codebook_size_);
@@ -121,8 +126,8 @@ const float* CodePredictor::infer_logits(std::size_t head) {
 }
 
 std::vector<KernelInfo> CodePredictor::kernels() const {
-    // The native body's small parts are plain f32 loops; its products, our kernel.
-    auto kernels = native_body_ ? std::vector<KernelInfo>{{"PredictorBody", "chorus_predictor_body", "f32"},
+    // The native body's small parts are f32 loops in AVX2 (body_math.hpp) on every CPU; its products, our kernel.
+    auto kernels = native_body_ ? std::vector<KernelInfo>{{"PredictorBody", "chorus_predictor_body_avx2", "f32"},
                                                           native_matmul_kernel(/*exact_activations=*/false)}
                                 : executed_kernels(bodies_.front().compiled);
     if (!head_weights_.empty()) kernels.push_back(native_matmul_kernel(/*exact_activations=*/true));
@@ -162,10 +167,10 @@ void CodePredictor::predict(const std::vector<PredictorRow>& rows, int32_t* code
     }
     std::fill_n(embedding_sum, batch * H, 0.0f);
 
-    active_ = &bodies_[batched_from_ != 0 && batch >= batched_from_ ? 1 : 0];
     if (native_body_) {
         native_body_->reset(batch, groups + 1);
     } else {
+        active_ = &bodies_[batched_from_ != 0 && batch >= batched_from_ ? 1 : 0];
         active_->request.reset_state();
     }
     for (std::size_t j = 0; j < groups; ++j) {

@@ -68,7 +68,7 @@ private:
         ov::Output<const ov::Node> inputs;
         ov::Output<const ov::Node> out;
     };
-    std::vector<Body> bodies_;  // [0]: every batch; [1], if any: batches of batched_from_ and more
+    std::vector<Body> bodies_;  // [0]: every batch; [1], if any: batches of batched_from_ and more; none if native
     std::size_t batched_from_ = 0;
     NativeMatMuls native_matmuls_;
     Body* active_ = nullptr;  // the one this frame runs on

@@ -117,8 +117,7 @@ void PredictorBody::attend(std::size_t layer, std::size_t rows) {
             float* row = &qkv_[(b * rows + t) * width];
             const std::size_t position = length_ + t, seen = position + 1;
             for (std::size_t q = 0; q < h; ++q) {
-                float query[512];
-                if (d > sizeof query / sizeof *query) throw std::length_error("code predictor: head_dim above 512");
+                float query[kMaxHeadDim];  // d <= kMaxHeadDim: predictor_body_weights checks it
                 rms_norm(row + q * d, w.q_norm.data(), d, w_.eps, query);
                 rope(query, &cos_[position * half], &sin_[position * half], half);
                 const std::size_t g = q / per_query;

@@ -40,6 +40,8 @@ std::optional<PredictorBodyWeights> predictor_body_weights(const std::shared_ptr
 
 class PredictorBody {
 public:
+    static constexpr std::size_t kMaxHeadDim = 512;  // a query head is rotated in a buffer on the stack
+
     explicit PredictorBody(PredictorBodyWeights weights);
 
     // A new frame for `batch` entries: empty history with room for `max_positions`.

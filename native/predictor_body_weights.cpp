@@ -156,7 +156,10 @@ std::optional<PredictorBodyWeights> predictor_body_weights(const std::shared_ptr
     w.input_width = w.projection ? w.projection->k : w.hidden;
     w.intermediate = w.layers[0].gate_up->n / 2;
     const std::size_t d = w.head_dim;
-    if (w.heads == 0 || w.kv_heads == 0 || w.heads % w.kv_heads != 0 || inv_freq.size() * 2 != d) return std::nullopt;
+    if (w.heads == 0 || w.kv_heads == 0 || w.heads % w.kv_heads != 0 || inv_freq.size() * 2 != d ||
+        d > PredictorBody::kMaxHeadDim) {
+        return std::nullopt;
+    }
     w.inv_freq = std::move(inv_freq);
     if (w.projection && (w.projection->n != w.hidden || w.projection_bias.size() != w.hidden)) return std::nullopt;
     for (const auto& layer : w.layers) {

@@ -46,12 +46,12 @@ def frames(runner, model: Model, seed: int) -> np.ndarray:
 
 
 def test_the_body_runs_natively_unless_told_otherwise(compressed, monkeypatch):
-    assert "chorus_predictor_body" in predictor_kernels(compressed.runner(native=True))
+    assert "chorus_predictor_body_avx2" in predictor_kernels(compressed.runner(native=True))
     monkeypatch.setenv("CHORUS_PREDICTOR_BODY", "plugin")
-    assert "chorus_predictor_body" not in predictor_kernels(compressed.runner(native=True))
+    assert "chorus_predictor_body_avx2" not in predictor_kernels(compressed.runner(native=True))
     monkeypatch.delenv("CHORUS_PREDICTOR_BODY")
     # Without the kernel the products are the plugin's, and so is the body.
-    assert "chorus_predictor_body" not in predictor_kernels(compressed.runner(native=False))
+    assert "chorus_predictor_body_avx2" not in predictor_kernels(compressed.runner(native=False))
 
 
 def test_the_native_body_speaks_the_plugin_bodys_codes(compressed, monkeypatch):
