@@ -9,6 +9,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from chorus_tools.scheduler.fake_runner import FakeRunner, Recorder, make_seq
 from wyoming_chorus.engine.blocks import BlockManager
+from wyoming_chorus.engine.codec_load import CodecLoad
 from wyoming_chorus.engine.pacing import PlaybackPacing
 from wyoming_chorus.engine.playback_policy import PlaybackLimits, PlaybackPolicy
 from wyoming_chorus.engine.scheduler import Scheduler
@@ -136,6 +137,42 @@ def test_past_real_time_readers_with_room_join_while_a_row_adds_frames_per_secon
     clock = PlaybackClock(text_length=lambda: 40)  # ~2.8 s of audio by its text: short
     clock.wrote(1.0, now=time.now - 0.5)
     assert policy(time, streaming).skipped([seq_with(5, clock), urgent, *readers]) == {1, 2, 3, 4}
+
+
+def test_where_an_announcement_gaps_even_alone_the_others_ride_along_if_they_cost_it_little():
+    """A box that makes even one room slower than real time (0.6b INT8 on 2 Zen 4 cores: RTF 1.07): cutting the
+    assistant's reply beside an announcement buys the announcement no whole reply, and starved the assistant's for the
+    announcement's seconds. Where everyone's step costs the announcement at most RIDE_ALONG_SLOWDOWN more, all run."""
+    time = Time()
+    codec = CodecLoad()
+    for _ in range(3):
+        codec.block_done(0.06, 0.32)  # 0.19 s per audio second: up to five rooms
+    codec.rooms = frozenset(range(3))
+
+    def policy(time: Time, step_cost: StepCost) -> PlaybackPolicy:
+        return PlaybackPolicy(PlaybackLimits(5.0, 1.0, 4.0), step_cost, FRAME, now=time, codec=codec)
+
+    clock = PlaybackClock(text_length=lambda: 40)  # ~2.8 s of audio by its text: a head start
+    clock.wrote(1.0, now=time.now - 0.5)
+    announcement = seq_with(1, clock)
+    assistant = seq_with(2, listener(time, written=6.0, played=5.6))  # 0.4 s left: low slack
+    reader = seq_with(3, listener(time, written=10.0, played=8.0))  # 2 s left: slack
+    both = [announcement, assistant]
+    assert policy(time, cost(b1=0.088, b2=0.096)).skipped(both) == set()  # 1.09x: it rides along
+    assert policy(time, cost(b1=0.088, b2=0.11)).skipped(both) == {2}  # 1.25x: the announcement keeps its steps
+    assert policy(time, cost(b1=0.06, b2=0.09)).skipped(both) == {2}  # real time alone: it can be made whole
+    assert policy(time, cost(b1=0.088, b3=0.1)).skipped([*both, reader]) == set()  # all of them, or none
+    assert policy(time, cost(b1=0.088, b3=0.11)).skipped([*both, reader]) == {2, 3}
+    # The announcement's own plan (its first chunk's hold) counts the riders' rows: batch_for.
+    fresh = PlaybackClock(text_length=lambda: 40)
+    waiting = seq_with(4, fresh)
+    assert policy(time, cost(b1=0.088, b2=0.096)).batch_for(waiting, [waiting, assistant]) == 2
+    assert policy(time, cost(b1=0.088, b2=0.11)).batch_for(waiting, [waiting, assistant]) == 1
+    # Not while the codec falls behind the rooms it owes audio: the riders' frames would queue before the
+    # announcement's blocks.
+    codec.rooms = frozenset(range(6))
+    assert policy(time, cost(b1=0.088, b2=0.096)).skipped(both) == {2}
+    assert policy(time, cost(b1=0.088, b2=0.096)).batch_for(waiting, [waiting, assistant]) == 1
 
 
 def test_while_a_reply_waits_for_its_first_audio_other_head_starts_join_only_in_real_time():

@@ -130,11 +130,11 @@ class PlaybackPacing(Pacing):
 def pacing_for(scheduling: SchedulerSettings, cost: StepCost, frame_seconds: float, block_frames: int,
                codec: CodecLoad | None = None, periods: LoopPeriods | None = None) -> Pacing:
     """The pacing scheduler.* asks for. `codec`: what the codec thread measures of itself, `periods`: the engine
-    loop's (the first-chunk hold plans with both)."""
+    loop's (the first-chunk hold plans with both; the policy lets replies ride along only while the codec keeps up)."""
     if scheduling.policy != "playback":
         return Pacing()
     limits = PlaybackLimits(scheduling.head_start_seconds, scheduling.min_slack_seconds, scheduling.max_slack_seconds)
-    policy = PlaybackPolicy(limits, cost, frame_seconds)
+    policy = PlaybackPolicy(limits, cost, frame_seconds, codec=codec)
     return PlaybackPacing(policy, block_frames, FirstChunkHold(cost, frame_seconds, scheduling.max_first_audio_seconds,
                                                                codec, periods, policy.batch_for,
                                                                block_frames * frame_seconds))

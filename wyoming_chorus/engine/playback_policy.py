@@ -20,7 +20,9 @@ learned StepCost). Replies with no audio out yet always run. While one of them w
 block is out and held), head starts and low-slack replies join only while the step stays real time: a new reply's
 listener hears nothing, a Voice PE gives up after ~2 s, and the pause lasts a prompt and one decoder block's frames.
 Otherwise head starts always run, and low-slack replies too (beside a head start, or a short reply whose first chunk is
-held, only while the step stays real time): past the box's capacity every reply that would fall behind runs, the most
+held, only while the step stays real time, or where the head starts are slower than real time even on their own and
+a step of all costs at most RIDE_ALONG_SLOWDOWN more than theirs: they gap anyway, and a cut would starve the others
+for little): past the box's capacity every reply that would fall behind runs, the most
 audio per step. The rest join while the step stays real time, and past that while one more row adds frames per
 second (its cost below the step's cost per row) unless a reply waits for its first audio or has a head start: with
 nobody's first sound or announcement at stake, cutting them only traded their slack for a shorter step that makes
@@ -36,6 +38,7 @@ from dataclasses import dataclass
 
 from wyoming_chorus.playback_clock import PlaybackClock
 
+from .codec_load import CodecLoad
 from .first_chunk_hold import SECONDS_PER_CHARACTER
 from .sequence import Sequence
 from .step_cost import StepCost
@@ -53,6 +56,15 @@ SHORT_REPLY_SECONDS = 8.0
 # it, and taking the reply's head start away for it turns that hiccup into seconds of gaps. Past this it has
 # audibly broken up, and (too many short ones at once) it gives the step back.
 SHORT_REPLY_GAP_TOLERANCE_SECONDS = 0.1
+# Where even the replies a step is owed to (head starts) are made slower than real time on their own, no cut keeps
+# them whole, and where the step with every other reply in it costs at most this fraction more than theirs alone (and
+# the codec keeps up with every room it owes audio), the others ride along. A row costs a streaming CPU a few
+# percent of a step (0.6b INT8 on 2 Zen 4 cores: ~6 ms on 68), so at two rooms an assistant's reply is made beside
+# an announcement instead of waiting out the announcement's seconds (that burst made 0.86x FCFS's audio, with more
+# gaps); among seven readers the step would grow ~1.6x, and the announcement keeps its steps. Without the codec's
+# condition, an announcement among seven readers playing their replies gapped more in its worst probes (3.0-4.6 s
+# against 1.6-2.5 s): the riders' frames queued at the codec before its blocks.
+RIDE_ALONG_SLOWDOWN = 0.15
 
 
 def short_reply(clock: PlaybackClock) -> bool:
@@ -96,10 +108,12 @@ class PlaybackLimits:
 
 class PlaybackPolicy:
     def __init__(self, limits: PlaybackLimits, cost: StepCost, frame_seconds: float,
-                 now: Callable[[], float] = time.monotonic):
-        """`now`: the clock the playback clocks were written with (tests script it)."""
+                 now: Callable[[], float] = time.monotonic, codec: CodecLoad | None = None):
+        """`now`: the clock the playback clocks were written with (tests script it). `codec`: what the codec thread
+        measures of itself (None: nobody rides along)."""
         self.limits = limits
         self.cost = cost
+        self.codec = codec
         self.frame_seconds = frame_seconds
         self._now = now
         self.tiers: dict[int, str] = {}  # request id -> its tier at the last skipped()
@@ -130,14 +144,21 @@ class PlaybackPolicy:
         for _, seq in head:
             if not someone_waits_for_first_audio or self._real_time(len(chosen) + 1):
                 chosen.append(seq)
+        # Head starts made slower than real time even on their own gap whatever the cut: where all the others cost
+        # their step little, they ride along.
+        owed = len(chosen)
+        ride_along = ((bool(head) or head_start_held) and not someone_waits_for_first_audio and owed > 0
+                      and not self._real_time(owed) and self._rides_along(owed + len(low) + len(rest), owed))
         for _, seq in low:
-            if not (someone_waits_for_first_audio or head or head_start_held) or self._real_time(len(chosen) + 1):
+            if (ride_along or not (someone_waits_for_first_audio or head or head_start_held)
+                    or self._real_time(len(chosen) + 1)):
                 chosen.append(seq)
         # Past real time a reply with slack still joins where its row adds frames per second, unless the step's speed
         # is owed to a first sound or a head start (an announcement made nearly alone among readers).
         step_owed = someone_waits_for_first_audio or bool(head) or head_start_held
         for _, seq in rest:
-            if self._real_time(len(chosen) + 1) or (not step_owed and self._adds_throughput(len(chosen) + 1)):
+            if (ride_along or self._real_time(len(chosen) + 1)
+                    or (not step_owed and self._adds_throughput(len(chosen) + 1))):
                 chosen.append(seq)
         if not chosen:  # no head start, no low slack, and not even one more fits in real time: run all that can
             chosen = [seq for _, seq in rest] or [seq for _, seq in by_tier[FULL]]
@@ -153,8 +174,12 @@ class PlaybackPolicy:
             return len(running)
         self._lone_short = lone_short_reply(running)
         now = self._now()
-        ahead = sum(self._tier(other, now)[0] in (FIRST, HEAD_START) for other in running)
-        batch = max(ahead, 1)
+        tiers = [self._tier(other, now)[0] for other in running]
+        ahead = max(sum(tier in (FIRST, HEAD_START) for tier in tiers), 1)
+        wanting = sum(tier != FULL for tier in tiers)  # those with slack to spare sit out anyway
+        if not self._real_time(ahead) and self._rides_along(wanting, ahead):
+            return wanting  # the others ride along (skipped)
+        batch = ahead
         while batch < len(running) and self._real_time(batch + 1):
             batch += 1
         return batch
@@ -203,6 +228,16 @@ class PlaybackPolicy:
             return True
         more, fewer = self.cost.predict(batch), self.cost.predict(batch - 1)
         return more is None or fewer is None or more / batch < fewer / (batch - 1)
+
+    def _rides_along(self, batch: int, owed: int) -> bool:
+        """A step of `batch` costs at most RIDE_ALONG_SLOWDOWN more than one of the `owed` rows alone, and the codec
+        makes every room it owes audio in real time (False while any of it is unknown)."""
+        more, alone = self.cost.predict(batch), self.cost.predict(owed)
+        if more is None or alone is None or more > alone * (1.0 + RIDE_ALONG_SLOWDOWN) or self.codec is None:
+            return False
+        rooms = len(self.codec.rooms)
+        held = self.codec.rooms_held(rooms)
+        return held is not None and held >= rooms
 
     def _real_time(self, batch: int) -> bool:
         # The language models' step alone, not the codec's share (CodecLoad), unlike the first-chunk hold's rate: the
