@@ -159,7 +159,7 @@ void CodePredictor::predict(const std::vector<PredictorRow>& rows, int32_t* code
     const std::size_t H = hidden_size_;
     const std::size_t groups = tables_.size();
     inputs_.resize(batch * 2 * H);
-    update_views(batch);
+    if (!native_body_) update_views(batch);  // the plugin's input tensors
     scratch_.resize(codebook_size_);
     for (std::size_t b = 0; b < batch; ++b) {
         std::copy_n(rows[b].talker_hidden, H, inputs_.data() + (2 * b) * H);

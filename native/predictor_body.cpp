@@ -100,7 +100,8 @@ void PredictorBody::attend(std::size_t layer, std::size_t rows) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     const std::size_t half = d / 2;
     attn_.resize(batch_ * rows * h * d);
-    std::vector<float> scores(length_ + rows);
+    scores_.resize(length_ + rows);
+    float* scores = scores_.data();
     for (std::size_t b = 0; b < batch_; ++b) {
         const std::size_t base = (b * w_.layers.size() + layer) * kvh;  // this entry's and layer's first kv head
         for (std::size_t t = 0; t < rows; ++t) {

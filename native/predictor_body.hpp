@@ -58,5 +58,5 @@ private:
     std::size_t batch_ = 0, capacity_ = 0, length_ = 0;
     std::vector<float> keys_, values_;  // [batch][layers][kv_heads][capacity][head_dim]
     std::vector<float> cos_, sin_;      // RoPE: [position][head_dim / 2]
-    std::vector<float> x_, normed_, qkv_, attn_, out_, gate_up_, act_;
+    std::vector<float> x_, normed_, qkv_, attn_, out_, gate_up_, act_, scores_;  // reused every call
 };

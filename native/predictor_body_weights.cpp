@@ -66,7 +66,7 @@ std::optional<Norm> norm_at(const NodePtr& mean) {
     const NodePtr add = sole_consumer<ov::op::v1::Add>(mean);
     if (!add) return std::nullopt;
     const auto eps = floats_of(other_input(add, mean));
-    const NodePtr root = add ? sole_consumer<ov::op::v0::Sqrt>(add) : nullptr;
+    const NodePtr root = sole_consumer<ov::op::v0::Sqrt>(add);
     const NodePtr divide = root ? sole_consumer<ov::op::v1::Divide>(root) : nullptr;
     const NodePtr scaled = divide ? sole_consumer<ov::op::v1::Multiply>(divide) : nullptr;
     const NodePtr gained = scaled ? sole_consumer<ov::op::v1::Multiply>(scaled) : nullptr;
