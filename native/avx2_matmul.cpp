@@ -12,16 +12,17 @@
 #include <algorithm>
 #include <cmath>
 
-#include "matmul_tiles.hpp"
-
-// Only these functions use AVX2: the module is built for the baseline x86-64.
-#define CHORUS_AVX2 __attribute__((target("avx2,fma")))
+#include "avx2_tiles.hpp"
 
 namespace matmul::avx2 {
 namespace {
 
-constexpr std::size_t kBlocks = kTile / 8;  // 256-bit accumulators per row of a tile (8 channels each)
-constexpr std::size_t kMaxRows = 2;         // rows per pass: 4 accumulators each, of 16 registers
+using avx256::kBlocks;
+using avx256::store;
+using avx256::store_scaled;
+using avx256::zeroed;
+
+constexpr std::size_t kMaxRows = 2;  // rows per pass: 4 accumulators each, of 16 registers
 constexpr std::size_t kExactRows = 3;
 
 CHORUS_AVX2 inline float max_of(__m256 v) {
@@ -41,27 +42,6 @@ CHORUS_AVX2 inline int32_t sum_of(__m256i v) {
 // The quadruples' int32 sums of |w| * sign(w)·x: see the top of the file.
 CHORUS_AVX2 inline __m256i quad_dots(__m256i magnitude, __m256i signs, __m256i x, __m256i ones) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(x, signs)), ones);
-}
-
-// Every accumulator of R rows set to zero.
-template <class V, std::size_t R>
-CHORUS_AVX2 inline __attribute__((always_inline)) void zeroed(V (&v)[R][kBlocks]) {
-    _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) {
-        _Pragma("GCC unroll 4") for (std::size_t j = 0; j < kBlocks; ++j) v[r][j] = V{};
-    }
-}
-
-// The tile's 32 sums of R rows into y, times the output channels' scales (INT8: one per channel).
-template <std::size_t R>
-CHORUS_AVX2 inline __attribute__((always_inline)) void store_scaled(const PackedWeights& w, std::size_t row0,
-                                                                    std::size_t tile,
-                                                                    const __m256 (&sums)[R][kBlocks], float* y) {
-    _Pragma("GCC unroll 4") for (std::size_t j = 0; j < kBlocks; ++j) {
-        const __m256 scale = _mm256_loadu_ps(w.scale.get() + tile * kTile + 8 * j);
-        _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) {
-            _mm256_storeu_ps(y + (row0 + r) * w.n + tile * kTile + 8 * j, _mm256_mul_ps(sums[r][j], scale));
-        }
-    }
 }
 
 // One tile of 32 output channels for R rows of INT8 asymmetric weights: a 128-byte input step is four 32-byte
@@ -140,22 +120,9 @@ CHORUS_AVX2 void int4_tile(const PackedWeights& w, const Quantised& a, std::size
                 }
             }
         }
-        _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) {
-            const std::size_t i = (row0 + r) * groups + g;
-            const __m256i offset = _mm256_set1_epi32(8 * a.sum[i]);  // the weights are stored +8
-            const __m256 scale = _mm256_set1_ps(a.scale[i]);
-            _Pragma("GCC unroll 4") for (std::size_t j = 0; j < kBlocks; ++j) {
-                const __m256 channel_scale = _mm256_loadu_ps(wscale + g * kTile + 8 * j);
-                out[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(acc[r][j], offset)),
-                                            _mm256_mul_ps(channel_scale, scale), out[r][j]);
-            }
-        }
+        avx256::finish_int4_group<R>(a, wscale, row0, groups, g, acc, out);
     }
-    _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) {
-        _Pragma("GCC unroll 4") for (std::size_t j = 0; j < kBlocks; ++j) {
-            _mm256_storeu_ps(y + (row0 + r) * w.n + tile * kTile + 8 * j, out[r][j]);
-        }
-    }
+    store<R>(w, row0, tile, out, y);
 }
 
 template <std::size_t R>

@@ -12,9 +12,12 @@ std::string info(const ov::Node::RTMap& rt_info, const std::string& key) {
 }  // namespace
 
 KernelInfo native_matmul_kernel(bool exact_activations) {
-    const bool avx512 = matmul_isa() == MatmulIsa::avx512_vnni;
+    const MatmulIsa isa = matmul_isa();
+    const bool avx512 = isa == MatmulIsa::avx512_vnni;
     if (exact_activations) return {"CompressedMatMul", avx512 ? "chorus_exact_avx512" : "chorus_exact_avx2", "u8_f32"};
-    return {"CompressedMatMul", avx512 ? "chorus_vnni_avx512" : "chorus_int8_avx2", "u8_i8"};
+    return {"CompressedMatMul",
+            avx512 ? "chorus_vnni_avx512" : isa == MatmulIsa::avx_vnni ? "chorus_vnni_avxvnni" : "chorus_int8_avx2",
+            "u8_i8"};
 }
 
 std::vector<KernelInfo> executed_kernels(const ov::CompiledModel& compiled) {

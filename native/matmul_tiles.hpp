@@ -1,5 +1,6 @@
 #pragma once
-// What the two builds of the compressed-weight kernel share (vnni_matmul.cpp: AVX-512 VNNI; avx2_matmul.cpp: AVX2):
+// What the builds of the compressed-weight kernel share (vnni_matmul.cpp: AVX-512 VNNI; avxvnni_matmul.cpp:
+// AVX-VNNI; avx2_matmul.cpp: AVX2):
 // the activations as quantised for one call, the 32-channel tiles the weights are packed in, and how the tiles are
 // shared out among threads. Internal to those files and the dispatch in vnni_matmul.cpp.
 #include <cstddef>
@@ -43,7 +44,7 @@ void for_each_tile(std::size_t tiles, const TileFn& tile_fn) {
         tbb::simple_partitioner());
 }
 
-// Each ISA's kernels. Both give the same bits for the same call: the same integer dot products per group, turned
+// Each ISA's kernels. All give the same bits for the same call: the same integer dot products per group, turned
 // into floats and summed in the same order (tests/native/test_vnni_matmul.py holds them to it).
 //   quantise_row: x [k] -> q [k], scale and sum [k / group]: round(x / s), s = max |x| / 127, per group.
 //   tiles: one tile of 32 output channels for every row (y [rows][n]).
@@ -58,5 +59,9 @@ void quantise_row(const float* x, std::size_t k, std::size_t group, int8_t* q, f
 void tiles(const PackedWeights& w, const Quantised& a, std::size_t rows, std::size_t tile, float* y);
 void exact_tiles(const PackedWeights& w, const float* x, std::size_t rows, std::size_t tile, float* y);
 }  // namespace avx2
+namespace avxvnni {  // quantise_row and exact_tiles: avx2's
+void tiles(const PackedWeights& w, const Quantised& a, std::size_t rows, std::size_t tile, float* y);       // VEX
+void tiles_evex(const PackedWeights& w, const Quantised& a, std::size_t rows, std::size_t tile, float* y);  // EVEX
+}  // namespace avxvnni
 
 }  // namespace matmul

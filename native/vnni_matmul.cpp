@@ -277,16 +277,37 @@ std::size_t PackedWeights::bytes() const {
     return kind == Kind::int8_asym ? n * k : n * k / 2;
 }
 
+namespace {
+// AVX-VNNI's 256-bit `vpdpbusd` in the encoding this CPU has: VEX (CPUID AVX-VNNI), else EVEX (AVX512-VL + VNNI),
+// else none (avxvnni_matmul.cpp says why there are two).
+enum class Vnni256 { none, vex, evex };
+Vnni256 vnni256() {
+    static const Vnni256 encoding = [] {
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avxvnni")) return Vnni256::vex;
+        if (__builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni")) return Vnni256::evex;
+        return Vnni256::none;
+    }();
+    return encoding;
+}
+}  // namespace
+
 MatmulIsa matmul_isa() {
     static const MatmulIsa isa = [] {
         __builtin_cpu_init();
         const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-        const bool vnni = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vnni");
-        // For measuring the AVX2 build on a newer CPU (docs/performance.md); never needed to serve.
+        const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                            __builtin_cpu_supports("avx512vnni");
+        const bool avx_vnni = avx2 && vnni256() != Vnni256::none;
+        // For measuring an older CPU's build on a newer one (docs/performance.md); never needed to serve.
         const char* cap = std::getenv("CHORUS_MATMUL_ISA");
-        const bool capped = cap != nullptr && std::string(cap) == "avx2";
-        return vnni && !capped ? MatmulIsa::avx512_vnni : avx2 ? MatmulIsa::avx2 : MatmulIsa::none;
+        const std::string asked = cap == nullptr ? "" : cap;
+        if (asked == "avx2" && avx2) return MatmulIsa::avx2;
+        if (asked == "avxvnni" && avx_vnni) return MatmulIsa::avx_vnni;
+        if (avx512) return MatmulIsa::avx512_vnni;
+        // Only the VEX form counts unasked: where just the EVEX one is, the AVX-512 build is there too.
+        if (avx2 && vnni256() == Vnni256::vex) return MatmulIsa::avx_vnni;
+        return avx2 ? MatmulIsa::avx2 : MatmulIsa::none;
     }();
     return isa;
 }
@@ -294,6 +315,7 @@ MatmulIsa matmul_isa() {
 const char* matmul_isa_name() {
     switch (matmul_isa()) {
         case MatmulIsa::avx512_vnni: return "avx512";
+        case MatmulIsa::avx_vnni: return "avxvnni";
         case MatmulIsa::avx2: return "avx2";
         default: return "";
     }
@@ -376,9 +398,14 @@ void vnni_matmul(const PackedWeights& w, const float* x, std::size_t rows, float
     a.q.resize(rows * w.k);
     a.scale.resize(rows * groups);
     a.sum.resize(rows * groups);
-    const bool avx512 = matmul_isa() == MatmulIsa::avx512_vnni;
+    const MatmulIsa isa = matmul_isa();
+    const bool avx512 = isa == MatmulIsa::avx512_vnni;
+    // The AVX-VNNI build quantises as the AVX2 one does (the same 256-bit code).
     auto* quantise_row = avx512 ? matmul::avx512::quantise_row : matmul::avx2::quantise_row;
-    auto* tiles = avx512 ? matmul::avx512::tiles : matmul::avx2::tiles;
+    auto* tiles = avx512                    ? matmul::avx512::tiles
+                  : isa == MatmulIsa::avx2 ? matmul::avx2::tiles
+                  : vnni256() == Vnni256::vex ? matmul::avxvnni::tiles
+                                              : matmul::avxvnni::tiles_evex;
     for (std::size_t r = 0; r < rows; ++r) {
         quantise_row(x + r * w.k, w.k, w.group, a.q.data() + r * w.k, a.scale.data() + r * groups,
                      a.sum.data() + r * groups);
@@ -392,6 +419,7 @@ void exact_matmul(const PackedWeights& w, const float* x, std::size_t rows, floa
     }
     if (rows == 0) return;
     if (matmul_isa() == MatmulIsa::none) throw std::runtime_error("this CPU has neither AVX2 nor AVX-512 VNNI");
+    // f32 activations take FMAs, not dot products: the AVX-VNNI build has nothing of its own to add here.
     auto* exact_tiles =
         matmul_isa() == MatmulIsa::avx512_vnni ? matmul::avx512::exact_tiles : matmul::avx2::exact_tiles;
     matmul::for_each_tile(w.n / kTile, [&](std::size_t tile) { exact_tiles(w, x, rows, tile, y); });

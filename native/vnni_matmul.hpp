@@ -28,12 +28,14 @@ struct PackedWeights {
 };
 
 // Which build of the kernel this CPU runs (by CPUID): AVX-512 VNNI (F, BW and VNNI: Ice Lake and later Xeons,
-// Zen 4 and later), else AVX2 with FMA (every household box since Haswell; `vpmaddubsw`, 32 products in 4
-// instructions where VNNI takes 1, ample for a stream of weights from memory), else none. Both give the same bits.
-// CHORUS_MATMUL_ISA=avx2 in the environment picks the AVX2 build on a newer CPU, to measure it there.
-enum class MatmulIsa { none, avx2, avx512_vnni };
+// Zen 4 and later), else AVX-VNNI (256-bit `vpdpbusd`: Alder Lake and later, the N100 class), else AVX2 with FMA
+// (every household box since Haswell; `vpmaddubsw`, 32 products in 4 instructions where VNNI takes 1, ample for a
+// stream of weights from memory, not for a batch), else none. All give the same bits. CHORUS_MATMUL_ISA=avx2 or
+// =avxvnni in the environment picks that build on a newer CPU, to measure and test it there (AVX-VNNI through its
+// EVEX twin where the CPU has AVX-512 VNNI only: avxvnni_matmul.cpp).
+enum class MatmulIsa { none, avx2, avx_vnni, avx512_vnni };
 MatmulIsa matmul_isa();
-const char* matmul_isa_name();  // "avx512", "avx2" or ""
+const char* matmul_isa_name();  // "avx512", "avxvnni", "avx2" or ""
 // Whether this CPU runs the kernel at all (matmul_isa() is not none).
 bool vnni_matmul_available();
 

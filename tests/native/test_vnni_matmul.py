@@ -2,9 +2,9 @@
 numpy: activations quantised to int8 per row and group (scale = max |x| / 127, round half to even), integer dot
 products with the weights' codes, then the scales. Exact in the integers, so the tolerance is float32 rounding;
 and against the float product of the dequantised weights, within the activations' quantisation error. With f32
-activations (int8_f32) it is that float product within float32 rounding. The AVX2 build (native/avx2_matmul.cpp)
-gives the AVX-512 build's bits: checked side by side where both run, and alone under the emulated Haswell
-(.ci/avx2)."""
+activations (int8_f32) it is that float product within float32 rounding. The AVX2 and AVX-VNNI builds
+(native/avx2_matmul.cpp, native/avxvnni_matmul.cpp) give the AVX-512 build's bits: checked side by side where all
+run (AVX-VNNI as its EVEX twin), and the AVX2 build alone under the emulated Haswell (.ci/avx2)."""
 from __future__ import annotations
 
 import os
@@ -141,9 +141,10 @@ def test_shapes_it_cannot_take_are_refused(kind, n, k, group):
         _native.vnni_matmul(kind, q, scale, zero, np.ones((1, k), np.float32), group)
 
 
-# Cases for the two builds side by side: every row count the passes split differently (AVX-512: 4 rows a pass, 8
-# with f32 activations; AVX2: 2 and 3), INT8 codes 0 (-128 once centred, the one value whose sign cannot be flipped
-# in a byte) against negative activations, activations at the clamp, groups of 8 and 128, INT4's extremes.
+# Cases for the builds side by side: every row count the passes split differently (AVX-512: 4 rows a pass, 8
+# with f32 activations; AVX2 and AVX-VNNI: 2 and 3), INT8 codes 0 (-128 once centred, the one value whose sign
+# cannot be flipped in a byte) against negative activations, activations at the clamp, groups of 8 and 128, INT4's
+# extremes.
 SIDE_BY_SIDE = """
 import sys
 import numpy as np
@@ -170,19 +171,21 @@ np.savez(sys.argv[1], **results)
 """
 
 
-@pytest.mark.skipif(_native.matmul_isa() != "avx512", reason="both builds run only on an AVX-512 VNNI CPU")
-def test_the_avx2_build_gives_the_avx512_builds_bits(tmp_path):
-    """Households' AVX2 boxes speak exactly as a VNNI CPU would: the same integers, the same float order."""
+@pytest.mark.skipif(_native.matmul_isa() != "avx512", reason="all builds run only on an AVX-512 VNNI CPU")
+def test_the_avx2_and_avx_vnni_builds_give_the_avx512_builds_bits(tmp_path):
+    """Households' AVX2 and AVX-VNNI boxes speak exactly as an AVX-512 VNNI CPU would: the same integers, the same
+    float order. (The AVX-VNNI build runs here as its EVEX twin, the same code: avxvnni_matmul.cpp.)"""
     outputs = {}
-    for isa in ("", "avx2"):
+    for isa in ("", "avx2", "avxvnni"):
         path = tmp_path / f"{isa or 'best'}.npz"
         # From tmp_path: in the repository's root `import wyoming_chorus` would find the source tree, not the
         # installed package with its compiled runner (CI installs it, not in place).
         subprocess.run([sys.executable, "-c", SIDE_BY_SIDE, str(path)], check=True, cwd=tmp_path,
                        env={**os.environ, "CHORUS_MATMUL_ISA": isa})
         outputs[isa] = np.load(path)
-    assert str(outputs[""]["isa"]) == "avx512" and str(outputs["avx2"]["isa"]) == "avx2"
+    assert [str(outputs[isa]["isa"]) for isa in ("", "avx2", "avxvnni")] == ["avx512", "avx2", "avxvnni"]
     cases = [name for name in outputs[""].files if name != "isa"]
     assert len(cases) == 36
-    for name in cases:
-        np.testing.assert_array_equal(outputs["avx2"][name], outputs[""][name], err_msg=name)
+    for isa in ("avx2", "avxvnni"):
+        for name in cases:
+            np.testing.assert_array_equal(outputs[isa][name], outputs[""][name], err_msg=f"{isa}: {name}")
