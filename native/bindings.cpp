@@ -251,11 +251,12 @@ NB_MODULE(_native, m) {
     m.def("vnni_matmul", &vnni_matmul_of, nb::arg("kind"), nb::arg("q"), nb::arg("scale"), nb::arg("zero"),
           nb::arg("x"), nb::arg("group"),
           "The compressed-weight kernel alone (native/vnni_matmul.hpp), for tests: y [rows, n] = x · Wᵀ.");
-    m.def("vnni_matmul_available", &vnni_matmul_available,
-          "Whether this CPU runs the project's compressed-weight kernel (AVX-512 VNNI or AVX2, by CPUID).");
+    m.def("native_matmul_available", &native_matmul_available,
+          "Whether this CPU runs the project's compressed-weight kernel (AVX-512 VNNI, AVX-VNNI or AVX2, by "
+          "CPUID).");
     m.def("matmul_isa", &matmul_isa_name,
-          "Which build of that kernel runs here: \"avx512\" (VNNI), \"avx2\" (also where CHORUS_MATMUL_ISA=avx2 "
-          "asks for it) or \"\".");
+          "Which build of that kernel runs here: \"avx512\" (VNNI), \"avxvnni\", \"avx2\" (each also where "
+          "CHORUS_MATMUL_ISA asks for it) or \"\".");
     m.def("cpu_isa", &cpu_isa,
           "The most telling ISA extension CPUID reports (amx_bf16, avx512_bf16, avx512f, avx2 or \"\"): what the "
           "plugin's kernels dispatch on, also under an emulator.");

@@ -50,6 +50,6 @@ struct NativeMatMuls {
     }
 };
 
-// Rewrites `model` in place; call only where vnni_matmul_available() (AVX-512 VNNI or AVX2) and the model computes
+// Rewrites `model` in place; call only where native_matmul_available() (AVX-512 VNNI, AVX-VNNI or AVX2) and the model computes
 // in f32.
 NativeMatMuls use_native_matmuls(const std::shared_ptr<ov::Model>& model, bool exact_activations = false);

@@ -35,7 +35,7 @@ Runner::Runner(const RunnerOptions& options)
     const auto inference_precision = parse_inference_precision(options.inference_precision);
     // The kernel computes in f32; where the plugin would compute in bf16 or f16 the MatMuls stay its own.
     const bool native_matmuls =
-        options.native_matmuls && device_ == "CPU" && vnni_matmul_available() &&
+        options.native_matmuls && device_ == "CPU" && native_matmul_available() &&
         inference_precision.value_or(core_.get_property(device_, ov::hint::inference_precision)) == ov::element::f32;
     talker_.emplace(core_, TalkerOptions{options.talker_xml, device_, parse_kv_precision(options.kv_precision),
                                          inference_precision, options.num_blocks, options.kv_cache_bytes,

@@ -321,7 +321,7 @@ const char* matmul_isa_name() {
     }
 }
 
-bool vnni_matmul_available() { return matmul_isa() != MatmulIsa::none; }
+bool native_matmul_available() { return matmul_isa() != MatmulIsa::none; }
 
 PackedWeights pack_int8_asym(const uint8_t* q, const float* scale, const float* zero, std::size_t n, std::size_t k,
                              std::size_t group) {

@@ -37,7 +37,7 @@ enum class MatmulIsa { none, avx2, avx_vnni, avx512_vnni };
 MatmulIsa matmul_isa();
 const char* matmul_isa_name();  // "avx512", "avxvnni", "avx2" or ""
 // Whether this CPU runs the kernel at all (matmul_isa() is not none).
-bool vnni_matmul_available();
+bool native_matmul_available();
 
 // q: [n][k] u8 with dequantised w = (q - zero[n]) * scale[n]. Throws std::invalid_argument on shapes it cannot take.
 PackedWeights pack_int8_asym(const uint8_t* q, const float* scale, const float* zero, std::size_t n, std::size_t k,

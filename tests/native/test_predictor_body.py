@@ -17,7 +17,7 @@ from wyoming_chorus.native_module import _native
 
 from native_steps import Entry, Model, rows, run_step
 
-pytestmark = pytest.mark.skipif(not _native.vnni_matmul_available(),
+pytestmark = pytest.mark.skipif(not _native.native_matmul_available(),
                                 reason="this CPU has neither AVX2 nor AVX-512 VNNI")
 
 

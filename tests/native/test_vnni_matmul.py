@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from wyoming_chorus.native_module import _native
 
-pytestmark = pytest.mark.skipif(not _native.vnni_matmul_available(),
+pytestmark = pytest.mark.skipif(not _native.native_matmul_available(),
                                 reason="this CPU has neither AVX2 nor AVX-512 VNNI")
 
 

@@ -40,7 +40,7 @@ def machine(directory: Path, kv: str, inference_hint: str = "") -> dict:
         lm = facts.inference_precision(lm_precision(inference_hint, manifest.weights, "CPU", facts).hint)
         inference = plugin if lm == plugin else f"{lm} (talker, code predictor), {plugin} (codec)"
         # engine.native_matmul as the servers leave it (on): where it applies (native/compressed_matmul.hpp).
-        native = _native.vnni_matmul_available() and manifest.weights in COMPRESSED and lm == "f32"
+        native = _native.native_matmul_available() and manifest.weights in COMPRESSED and lm == "f32"
         matmuls = "the project's VNNI kernel (AVX-512)" if native else "the plugin's"
     except Exception:  # noqa: BLE001  (a header detail, not a reason to fail)
         inference, matmuls = "device default", "unknown"
