@@ -1,6 +1,6 @@
 #pragma once
-// y = x · Wᵀ for compressed weights, with integer dot products (AVX-512 VNNI `vpdpbusd`, or AVX2 `vpmaddubsw`), for
-// the few rows a step has. The plugin's compressed-weight FullyConnected streams the weights at ~23 GB/s on 2 Zen 4
+// y = x · Wᵀ for compressed weights, with integer dot products (`vpdpbusd` of AVX-512 VNNI or AVX-VNNI, or AVX2's
+// `vpmaddubsw`), for the few rows a step has. The plugin's compressed-weight FullyConnected streams the weights at ~23 GB/s on 2 Zen 4
 // cores where a plain read runs at 27-29 and this kernel at 26-34 (docs/experiments.md): at one row a step is
 // nothing but that stream.
 //
