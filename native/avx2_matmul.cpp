@@ -18,7 +18,6 @@ namespace matmul::avx2 {
 namespace {
 
 using avx256::kBlocks;
-using avx256::store;
 using avx256::store_scaled;
 using avx256::zeroed;
 
@@ -39,98 +38,42 @@ CHORUS_AVX2 inline int32_t sum_of(__m256i v) {
     return _mm_cvtsi128_si32(s);
 }
 
-// The quadruples' int32 sums of |w| * sign(w)·x: see the top of the file.
-CHORUS_AVX2 inline __m256i quad_dots(__m256i magnitude, __m256i signs, __m256i x, __m256i ones) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(x, signs)), ones);
-}
-
-// One tile of 32 output channels for R rows of INT8 asymmetric weights: a 128-byte input step is four 32-byte
-// loads (8 channels' 4 inputs each), each feeding R rows.
-template <std::size_t R>
-CHORUS_AVX2 void int8_tile(const PackedWeights& w, const Quantised& a, std::size_t row0, std::size_t tile, float* y) {
-    const std::size_t groups = w.k / w.group, steps = w.group / 4;
-    const uint8_t* wt = w.data.get() + tile * kTile * w.k;
-    const int32_t* zero = w.zero.get() + tile * kTile;
-    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(static_cast<char>(0x80));
-    __m256 out[R][kBlocks];
-    zeroed(out);
-    for (std::size_t g = 0; g < groups; ++g) {
-        __m256i acc[R][kBlocks];
-        zeroed(acc);
-        const int8_t* x[R];
-        _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) x[r] = a.q.data() + (row0 + r) * w.k + g * w.group;
-        const uint8_t* wg = wt + g * steps * kTile * 4;
-        for (std::size_t s = 0; s < steps; ++s) {
-            __m256i xs[R];
-            _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) xs[r] = _mm256_set1_epi32(quad(x[r] + 4 * s));
-            _Pragma("GCC unroll 4") for (std::size_t j = 0; j < kBlocks; ++j) {
-                const __m256i centred = _mm256_xor_si256(  // q - 128 as int8
-                    _mm256_load_si256(reinterpret_cast<const __m256i*>(wg + s * 128 + 32 * j)), flip);
-                const __m256i magnitude = _mm256_abs_epi8(centred);
-                _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) {
-                    acc[r][j] = _mm256_add_epi32(acc[r][j], quad_dots(magnitude, centred, xs[r], ones));
-                }
-            }
-        }
-        _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) {
-            const std::size_t i = (row0 + r) * groups + g;
-            const __m256i sum = _mm256_set1_epi32(a.sum[i]);
-            const __m256 scale = _mm256_set1_ps(a.scale[i]);
-            _Pragma("GCC unroll 4") for (std::size_t j = 0; j < kBlocks; ++j) {
-                // dot = acc + (128 - zero) * sum, the integer the VNNI build gets as acc - zero * sum.
-                const __m256i shift = _mm256_sub_epi32(
-                    _mm256_set1_epi32(128), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(zero + 8 * j)));
-                const __m256i dot = _mm256_add_epi32(acc[r][j], _mm256_mullo_epi32(shift, sum));
-                out[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, out[r][j]);
-            }
-        }
+// INT8 weights as q - 128 (one xor), their magnitude as the unsigned byte and their sign on the activation: see the
+// top of the file. (128 - zero) * sum(x) then restores the zero point, the integer the VNNI builds get as
+// acc - zero * sum(x).
+struct ByteDots {
+    struct Weights {
+        __m256i magnitude, centred;
+    };
+    CHORUS_AVX2 static inline __attribute__((always_inline)) Weights weights(__m256i q) {
+        const __m256i centred = _mm256_xor_si256(q, _mm256_set1_epi8(static_cast<char>(0x80)));  // q - 128 as int8
+        return {_mm256_abs_epi8(centred), centred};
     }
-    store_scaled<R>(w, row0, tile, out, y);
-}
-
-// The same for INT4 symmetric weights, a scale per channel and group: a 128-byte step holds two input steps of 32
-// channels (low nibbles, high nibbles).
-template <std::size_t R>
-CHORUS_AVX2 void int4_tile(const PackedWeights& w, const Quantised& a, std::size_t row0, std::size_t tile, float* y) {
-    const std::size_t groups = w.k / w.group, pairs = w.group / 8;
-    const uint8_t* wt = w.data.get() + tile * kTile * w.k / 2;
-    const float* wscale = w.scale.get() + tile * groups * kTile;
-    const __m256i ones = _mm256_set1_epi16(1), nibble = _mm256_set1_epi8(0x0F);
-    __m256 out[R][kBlocks];
-    zeroed(out);
-    for (std::size_t g = 0; g < groups; ++g) {
-        __m256i acc[R][kBlocks];
-        zeroed(acc);
-        const int8_t* x[R];
-        _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) x[r] = a.q.data() + (row0 + r) * w.k + g * w.group;
-        const uint8_t* wg = wt + g * pairs * kTile * 4;
-        for (std::size_t p = 0; p < pairs; ++p) {
-            __m256i x0[R], x1[R];
-            _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) {
-                x0[r] = _mm256_set1_epi32(quad(x[r] + 8 * p));
-                x1[r] = _mm256_set1_epi32(quad(x[r] + 8 * p + 4));
-            }
-            _Pragma("GCC unroll 4") for (std::size_t j = 0; j < kBlocks; ++j) {
-                const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(wg + p * 128 + 32 * j));
-                const __m256i lo = _mm256_and_si256(v, nibble), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
-                _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) {
-                    const __m256i dots = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(lo, x0[r]), ones),
-                                                          _mm256_madd_epi16(_mm256_maddubs_epi16(hi, x1[r]), ones));
-                    acc[r][j] = _mm256_add_epi32(acc[r][j], dots);
-                }
-            }
-        }
-        avx256::finish_int4_group<R>(a, wscale, row0, groups, g, acc, out);
+    CHORUS_AVX2 static inline __attribute__((always_inline)) void add(__m256i& acc, const Weights& w, __m256i x) {
+        const __m256i pairs = _mm256_maddubs_epi16(w.magnitude, _mm256_sign_epi8(x, w.centred));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
     }
-    store<R>(w, row0, tile, out, y);
-}
+    CHORUS_AVX2 static inline __attribute__((always_inline)) __m256i zero_factor(__m256i zero) {
+        return _mm256_sub_epi32(_mm256_set1_epi32(128), zero);
+    }
+};
+
+// INT4 weights (0..15) fit `vpmaddubsw` as they are: pairs into 16 bits, `vpmaddwd` by ones into the quadruples.
+struct NibbleDots {
+    CHORUS_AVX2 static inline __attribute__((always_inline)) void add(__m256i& acc, __m256i low, __m256i high,
+                                                                      __m256i x0, __m256i x1) {
+        const __m256i ones = _mm256_set1_epi16(1);
+        acc = _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(low, x0), ones),
+                                                     _mm256_madd_epi16(_mm256_maddubs_epi16(high, x1), ones)));
+    }
+};
 
 template <std::size_t R>
 void tile_rows(const PackedWeights& w, const Quantised& a, std::size_t row0, std::size_t tile, float* y) {
     if (w.kind == PackedWeights::Kind::int8_asym) {
-        int8_tile<R>(w, a, row0, tile, y);
+        avx256::int8_tile<ByteDots, R>(w, a, row0, tile, y);
     } else {
-        int4_tile<R>(w, a, row0, tile, y);
+        avx256::int4_tile<NibbleDots, R>(w, a, row0, tile, y);
     }
 }
 

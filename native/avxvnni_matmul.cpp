@@ -16,11 +16,6 @@
 namespace matmul::avxvnni {
 namespace {
 
-using avx256::kBlocks;
-using avx256::store;
-using avx256::store_scaled;
-using avx256::zeroed;
-
 constexpr std::size_t kMaxRows = 2;  // rows per pass: 4 accumulators each, 8 of 16 registers
 
 enum class Encoding { vex, evex };
@@ -36,85 +31,33 @@ CHORUS_AVX2 inline __attribute__((always_inline)) void dpbusd(__m256i& acc, __m2
     }
 }
 
-// One tile of 32 output channels for R rows of INT8 asymmetric weights: a 128-byte input step is four 32-byte
-// loads (8 channels' 4 inputs each), each feeding R rows.
-template <Encoding E, std::size_t R>
-CHORUS_AVX2 void int8_tile(const PackedWeights& w, const Quantised& a, std::size_t row0, std::size_t tile, float* y) {
-    const std::size_t groups = w.k / w.group, steps = w.group / 4;
-    const uint8_t* wt = w.data.get() + tile * kTile * w.k;
-    const int32_t* zero = w.zero.get() + tile * kTile;
-    __m256 out[R][kBlocks];
-    zeroed(out);
-    for (std::size_t g = 0; g < groups; ++g) {
-        __m256i acc[R][kBlocks];
-        zeroed(acc);
-        const int8_t* x[R];
-        _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) x[r] = a.q.data() + (row0 + r) * w.k + g * w.group;
-        const uint8_t* wg = wt + g * steps * kTile * 4;
-        for (std::size_t s = 0; s < steps; ++s) {
-            __m256i xs[R];
-            _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) xs[r] = _mm256_set1_epi32(quad(x[r] + 4 * s));
-            _Pragma("GCC unroll 4") for (std::size_t j = 0; j < kBlocks; ++j) {
-                const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(wg + s * 128 + 32 * j));
-                _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) dpbusd<E>(acc[r][j], v, xs[r]);
-            }
-        }
-        _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) {
-            const std::size_t i = (row0 + r) * groups + g;
-            const __m256i sum = _mm256_set1_epi32(a.sum[i]);
-            const __m256 scale = _mm256_set1_ps(a.scale[i]);
-            _Pragma("GCC unroll 4") for (std::size_t j = 0; j < kBlocks; ++j) {
-                const __m256i z = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(zero + 8 * j));
-                const __m256i dot = _mm256_sub_epi32(acc[r][j], _mm256_mullo_epi32(z, sum));
-                out[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, out[r][j]);
-            }
-        }
+// INT8 weights go in as they are (u8 by s8); acc - zero * sum(x) restores the zero point.
+template <Encoding E>
+struct ByteDots {
+    CHORUS_AVX2 static inline __attribute__((always_inline)) __m256i weights(__m256i q) { return q; }
+    CHORUS_AVX2 static inline __attribute__((always_inline)) void add(__m256i& acc, __m256i w, __m256i x) {
+        dpbusd<E>(acc, w, x);
     }
-    store_scaled<R>(w, row0, tile, out, y);
-}
+    CHORUS_AVX2 static inline __attribute__((always_inline)) __m256i zero_factor(__m256i zero) {
+        return _mm256_sub_epi32(_mm256_setzero_si256(), zero);
+    }
+};
 
-// The same for INT4 symmetric weights, a scale per channel and group: a 128-byte step holds two input steps of 32
-// channels (low nibbles, high nibbles).
-template <Encoding E, std::size_t R>
-CHORUS_AVX2 void int4_tile(const PackedWeights& w, const Quantised& a, std::size_t row0, std::size_t tile, float* y) {
-    const std::size_t groups = w.k / w.group, pairs = w.group / 8;
-    const uint8_t* wt = w.data.get() + tile * kTile * w.k / 2;
-    const float* wscale = w.scale.get() + tile * groups * kTile;
-    const __m256i nibble = _mm256_set1_epi8(0x0F);
-    __m256 out[R][kBlocks];
-    zeroed(out);
-    for (std::size_t g = 0; g < groups; ++g) {
-        __m256i acc[R][kBlocks];
-        zeroed(acc);
-        const int8_t* x[R];
-        _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) x[r] = a.q.data() + (row0 + r) * w.k + g * w.group;
-        const uint8_t* wg = wt + g * pairs * kTile * 4;
-        for (std::size_t p = 0; p < pairs; ++p) {
-            __m256i x0[R], x1[R];
-            _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) {
-                x0[r] = _mm256_set1_epi32(quad(x[r] + 8 * p));
-                x1[r] = _mm256_set1_epi32(quad(x[r] + 8 * p + 4));
-            }
-            _Pragma("GCC unroll 4") for (std::size_t j = 0; j < kBlocks; ++j) {
-                const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(wg + p * 128 + 32 * j));
-                const __m256i lo = _mm256_and_si256(v, nibble), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
-                _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) {
-                    dpbusd<E>(acc[r][j], lo, x0[r]);
-                    dpbusd<E>(acc[r][j], hi, x1[r]);
-                }
-            }
-        }
-        avx256::finish_int4_group<R>(a, wscale, row0, groups, g, acc, out);
+template <Encoding E>
+struct NibbleDots {
+    CHORUS_AVX2 static inline __attribute__((always_inline)) void add(__m256i& acc, __m256i low, __m256i high,
+                                                                      __m256i x0, __m256i x1) {
+        dpbusd<E>(acc, low, x0);
+        dpbusd<E>(acc, high, x1);
     }
-    store<R>(w, row0, tile, out, y);
-}
+};
 
 template <Encoding E, std::size_t R>
 void tile_rows(const PackedWeights& w, const Quantised& a, std::size_t row0, std::size_t tile, float* y) {
     if (w.kind == PackedWeights::Kind::int8_asym) {
-        int8_tile<E, R>(w, a, row0, tile, y);
+        avx256::int8_tile<ByteDots<E>, R>(w, a, row0, tile, y);
     } else {
-        int4_tile<E, R>(w, a, row0, tile, y);
+        avx256::int4_tile<NibbleDots<E>, R>(w, a, row0, tile, y);
     }
 }
 
