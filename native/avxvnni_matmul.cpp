@@ -1,5 +1,5 @@
 // The compressed-weight kernel for CPUs with AVX-VNNI but not AVX-512: the N100 class most households run (Alder
-// Lake's and later E-cores, and their P-cores with AVX-512 off). The AVX2 build's tiles (avx2_matmul.cpp), with its
+// Lake's and later E-cores, and their P-cores with AVX-512 off). The AVX2 build's tiles (avx2_tiles.hpp), with its
 // four instructions per 32 products (`vpmaddubsw`, `vpmaddwd`, the sign trick, an add) replaced by one 256-bit
 // `vpdpbusd`, which takes the u8 weights and int8 activations as they are, as the AVX-512 build does: the same
 // integers, turned into floats in the same order, so the same bits as both. One row streams weights from memory
