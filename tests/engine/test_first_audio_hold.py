@@ -113,19 +113,35 @@ def test_the_engine_waits_only_for_a_first_block_its_listener_waits_for():
     time = [0.0]
     codec = ScriptedCodec(time)
     hold = hold_with(codec, time)
-    assert not hold.wait(replies((3, 0.0)))  # its block is not made yet: the step makes it
-    assert not hold.wait(replies((9, 0.32)))  # the reply already has audio (a later sentence, or its next block)
+    assert not hold.wait(replies((3, 0.0), (2, 0.0)))  # no block made yet: the step makes them
+    assert not hold.wait(replies((9, 0.32), (2, 0.0)))  # it has audio (a later sentence, or its next block)
     due = replies((4, 0.0), (2, 0.0))
     assert hold.wait(due) and codec.waits == 1
     codec.out.add(0)  # handed over: the engine steps again
     assert not hold.wait(due)
 
 
+def test_a_reply_alone_is_not_waited_for():
+    """The steps a wait would skip are all its own: its second block would come as much later as its first came
+    sooner. A reply's two sentences share its listener; a request with no listener (synth) is company."""
+    time = [0.0]
+    codec = ScriptedCodec(time)
+    hold = hold_with(codec, time)
+    alone = replies((4, 0.0))
+    assert not hold.wait(alone)
+    second_sentence = replies((2, 0.0))[0]
+    second_sentence.clock = alone[0].clock
+    assert not hold.wait([alone[0], second_sentence])
+    offline = replies((2, 0.0))[0]
+    offline.clock = None
+    assert hold.wait([alone[0], offline]) and codec.waits == 1
+
+
 def test_a_codec_that_hands_no_block_over_holds_the_engine_for_max_seconds_only():
     time = [0.0]
     codec = ScriptedCodec(time)
     hold = hold_with(codec, time)
-    stuck = replies((4, 0.0))
+    stuck = replies((4, 0.0), (2, 0.0))
     waited = 0
     while hold.wait(stuck):
         waited += 1
@@ -134,7 +150,7 @@ def test_a_codec_that_hands_no_block_over_holds_the_engine_for_max_seconds_only(
     assert not hold.wait(stuck)  # it steps on while that block is still due
     codec.out.add(0)
     assert not hold.wait(stuck)  # the run of waits ends with the block...
-    assert hold.wait(replies((4, 0.0), (4, 0.0))[1:])  # ...so the next reply's first block is waited for again
+    assert hold.wait(replies((4, 0.0), (4, 0.0)))  # ...so the next reply's first block is waited for again
 
 
 def test_a_codec_that_keeps_handing_first_blocks_over_keeps_the_engine_waiting_past_max_seconds():
