@@ -28,8 +28,9 @@ class Sink:
     order: list[str] = []
     lock = threading.Lock()
 
-    def __init__(self, name: str, clock: PlaybackClock | None):
-        self.name, self.clock = name, clock
+    def __init__(self, name: str, clock: PlaybackClock | None, needed_now: bool = True):
+        """`needed_now` False: a reply's next sentence, made ahead of need."""
+        self.name, self.clock, self.needed_now = name, clock, needed_now
         self.pcm: list[bytes] = []
         self.done = threading.Event()
 
@@ -201,6 +202,28 @@ def test_between_readers_the_least_slack_goes_next_block_by_block():
     a, b = Sink("a", a_clock), Sink("b", b_clock)
     decoding_held_at_call(2, a, 3 * BLOCK, b, 2 * BLOCK)
     assert Sink.order == ["a", "a", "b", "b", "a"]
+
+
+def test_a_replys_next_sentence_goes_after_every_block_its_listener_waits_for():
+    """The next sentence shares its reply's clock, so it looked as urgent as the sentence being heard; it plays only
+    after that one, so it goes last, here after a reader's block too, even with its frames queued first."""
+    reply_clock, reader_clock = PlaybackClock(), PlaybackClock()
+    reply_clock.wrote(0.3)
+    reader_clock.wrote(2.0)
+    next_sentence = Sink("next", reply_clock, needed_now=False)
+    heard, reader = Sink("heard", reply_clock), Sink("reader", reader_clock)
+    Sink.order = []
+    codec = CodecWorker(TINY, "")
+    for seq_id, sink in ((1, next_sentence), (2, heard), (3, reader)):
+        for codes in frames(2 * BLOCK, seq_id):
+            codec.push(seq_id, sink, codes)
+        codec.close(seq_id, sink)
+    codec.start()
+    try:
+        assert next_sentence.done.wait(60) and heard.done.wait(60) and reader.done.wait(60)
+    finally:
+        codec.stop(10)
+    assert Sink.order == ["heard", "heard", "reader", "reader", "next", "next"]
 
 
 def paced(spare_seconds: float, head_start_seconds: float = 5.0) -> PlaybackPacing:

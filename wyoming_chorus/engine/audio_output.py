@@ -5,7 +5,7 @@ Decoding runs beside the engine loop, not inside it, so a talker step never wait
 two even run on different devices). One worker keeps the frames of each request in order; between requests, it
 decodes in their listeners' order, not the frames' arrival order: it takes whatever has queued up since it last
 looked, decodes one decoder block (4 frames, 320 ms of audio) of the most urgent stream with work (no audio yet first,
-then least slack: the playback clock, as the scheduler orders its steps), hands that block's audio over at once, and
+then least slack: the playback clock, as the scheduler orders its steps; a reply's next sentence last), hands that block's audio over at once, and
 looks again. So a new reply's first audio waits at most for the one block in progress, never behind the rest of a
 read-out's backlog, and a listener hears every block as soon as it exists: a reply made at least as fast as it plays
 never runs dry (with larger chunks it would have to be made several times faster than that at its start).
@@ -183,13 +183,18 @@ class CodecWorker:
 
     def _next_ready(self, held: HeldBack = nobody_held) -> tuple[int, _Stream] | None:
         """The stream whose block goes next, of those with work (a whole block pending, or an ending): one with no
-        audio yet first; then those the pacing does not hold back now (`held`); then the least slack."""
+        audio yet first; then those the pacing does not hold back now (`held`); then the least slack. A reply's next
+        sentence made ahead of need goes after all of them: its listener hears it only once the sentence before has
+        played, and by its clock it looked as urgent as that one (0.6b INT8, one room, a one-shot reply of several
+        sentences: the first sentence's blocks came 0.33-0.38 s apart, slower than they play, while the next one's
+        were decoded in turn)."""
         ready = [(seq_id, s) for seq_id, s in self._streams.items() if s.has_work(self._decoder.block_frames)]
 
-        def order(item: tuple[int, _Stream]) -> tuple[bool, bool, float]:
-            clock = item[1].sink.clock if item[1].sink is not None else None
-            urgency = _urgency(clock)
-            return urgency != float("-inf"), held(clock), urgency
+        def order(item: tuple[int, _Stream]) -> tuple[bool, bool, bool, float]:
+            sink = item[1].sink
+            assert sink is not None  # has_work
+            urgency = _urgency(sink.clock)
+            return not sink.needed_now, urgency != float("-inf"), held(sink.clock), urgency
 
         return min(ready, key=order, default=None)
 

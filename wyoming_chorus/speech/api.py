@@ -100,6 +100,12 @@ class Handle:
         return self._ended
 
     @property
+    def needed_now(self) -> bool:
+        """Whether its listener waits for this audio now: False for a reply's next sentence made ahead of need, until
+        needed() (the codec thread reads it)."""
+        return self._needed
+
+    @property
     def clock(self) -> PlaybackClock | None:
         """The reply's playback clock (the codec decodes the most urgent listener's audio first)."""
         return self.request.clock
