@@ -4,11 +4,12 @@ to the request's sink, which carries it across into the caller's asyncio loop.
 Decoding runs beside the engine loop, not inside it, so a talker step never waits for the vocoder (on an iGPU the
 two even run on different devices). One worker keeps the frames of each request in order; between requests, it
 decodes in their listeners' order, not the frames' arrival order: it takes whatever has queued up since it last
-looked, decodes one decoder block (4 frames, 320 ms of audio) of the most urgent stream with work (no audio yet first,
-then least slack: the playback clock, as the scheduler orders its steps; a reply's next sentence last), hands that block's audio over at once, and
-looks again. So a new reply's first audio waits at most for the one block in progress, never behind the rest of a
-read-out's backlog, and a listener hears every block as soon as it exists: a reply made at least as fast as it plays
-never runs dry (with larger chunks it would have to be made several times faster than that at its start).
+looked, decodes one decoder block (4 frames, 320 ms of audio) of the most urgent stream with work (no audio yet
+first, then least slack: the playback clock, as the scheduler orders its steps; a reply's next sentence last), hands
+that block's audio over at once, and looks again. So a new reply's first audio waits at most for the one block in
+progress, never behind the rest of a read-out's backlog, and a listener hears every block as soon as it exists: a
+reply made at least as fast as it plays never runs dry (with larger chunks it would have to be made several times
+faster than that at its start).
 """
 from __future__ import annotations
 
