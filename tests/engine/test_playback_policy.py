@@ -160,9 +160,11 @@ def test_where_an_announcement_gaps_even_alone_the_others_ride_along_if_they_cos
     both = [announcement, assistant]
     assert policy(time, cost(b1=0.088, b2=0.096)).skipped(both) == set()  # 1.09x: it rides along
     assert policy(time, cost(b1=0.088, b2=0.11)).skipped(both) == {2}  # 1.25x: the announcement keeps its steps
-    assert policy(time, cost(b1=0.06, b2=0.09)).skipped(both) == {2}  # real time alone: it can be made whole
+    assert policy(time, cost(b1=0.06, b2=0.11)).skipped(both) == {2}  # real time alone: it can be made whole
     assert policy(time, cost(b1=0.088, b3=0.1)).skipped([*both, reader]) == set()  # all of them, or none
-    assert policy(time, cost(b1=0.088, b3=0.11)).skipped([*both, reader]) == {2, 3}
+    # Too dear for all to ride along; the assistant's row (1.24x a frame a step) the announcement's 0.5 s in hand
+    # still covers over its 1.8 s to make (0.43 s), the reader with slack waits.
+    assert policy(time, cost(b1=0.088, b3=0.11)).skipped([*both, reader]) == {3}
     # The announcement's own plan (its first chunk's hold) counts the riders' rows: batch_for.
     fresh = PlaybackClock(text_length=lambda: 40)
     waiting = seq_with(4, fresh)
@@ -173,6 +175,35 @@ def test_where_an_announcement_gaps_even_alone_the_others_ride_along_if_they_cos
     codec.rooms = frozenset(range(6))
     assert policy(time, cost(b1=0.088, b2=0.096)).skipped(both) == {2}
     assert policy(time, cost(b1=0.088, b2=0.096)).batch_for(waiting, [waiting, assistant]) == 1
+
+
+def test_a_low_slack_reply_joins_an_announcements_steps_where_its_audio_in_hand_covers_the_row():
+    """Two rooms: an announcement just out and an assistant's reply with half a second left. A step of both a little
+    slower than real time still plays the announcement whole (half its audio in hand covers the shortfall over what it
+    has to make): the assistant is not cut. Much slower, or with little in hand, or while a first sound waits, it is."""
+    time = Time()
+    codec = CodecLoad()
+    for _ in range(3):
+        codec.block_done(0.06, 0.32)  # 0.19 s per audio second: up to five rooms
+    codec.rooms = frozenset(range(2))
+
+    def policy(time: Time, step_cost: StepCost) -> PlaybackPolicy:
+        return PlaybackPolicy(PlaybackLimits(0.0, 1.0, 4.0), step_cost, FRAME, now=time, codec=codec)
+
+    clock = PlaybackClock(text_length=lambda: 40)  # ~2.8 s of audio by its text
+    clock.wrote(0.64, now=time.now - 0.4)  # 0.24 s in hand, 2.16 s to make
+    announcement = seq_with(1, clock)
+    assistant = seq_with(2, listener(time, written=6.0, played=5.5))  # 0.5 s left: low slack
+    both = [announcement, assistant]
+    assert policy(time, cost(b1=0.06, b2=0.086)).skipped(both) == set()  # 0.16 s behind over 2.16 s: covered
+    assert policy(time, cost(b1=0.06, b2=0.1)).skipped(both) == {2}  # 0.54 s behind: the announcement keeps its steps
+    thin = PlaybackClock(text_length=lambda: 40)
+    thin.wrote(0.32, now=time.now - 0.3)  # 0.02 s in hand
+    assert policy(time, cost(b1=0.06, b2=0.086)).skipped([seq_with(3, thin), assistant]) == {2}
+    new = seq_with(4, PlaybackClock())  # a new reply waits for its first audio: real time only
+    assert policy(time, cost(b1=0.06, b2=0.086, b3=0.1)).skipped([*both, new]) == {1, 2}
+    codec.rooms = frozenset(range(6))  # the codec falls behind: the assistant's blocks would go before its own
+    assert policy(time, cost(b1=0.06, b2=0.086)).skipped(both) == {2}
 
 
 def test_while_a_reply_waits_for_its_first_audio_other_head_starts_join_only_in_real_time():

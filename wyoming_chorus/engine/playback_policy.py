@@ -20,9 +20,10 @@ learned StepCost). Replies with no audio out yet always run. While one of them w
 block is out and held), head starts and low-slack replies join only while the step stays real time: a new reply's
 listener hears nothing, a Voice PE gives up after ~2 s, and the pause lasts a prompt and one decoder block's frames.
 Otherwise head starts always run, and low-slack replies too (beside a head start, or a short reply whose first chunk is
-held, only while the step stays real time, or where the head starts are slower than real time even on their own and
-a step of all costs at most RIDE_ALONG_SLOWDOWN more than theirs: they gap anyway, and a cut would starve the others
-for little): past the box's capacity every reply that would fall behind runs, the most
+held, only while the step stays real time, or where each head start's audio in hand covers what the slower step
+loses it over the audio it still has to make, or where the head starts are slower than real time even on their own
+and a step of all costs at most RIDE_ALONG_SLOWDOWN more than theirs: they gap anyway, and a cut would starve the
+others for little): past the box's capacity every reply that would fall behind runs, the most
 audio per step. The rest join while the step stays real time, and past that while one more row adds frames per
 second (its cost below the step's cost per row) unless a reply waits for its first audio or has a head start: with
 nobody's first sound or announcement at stake, cutting them only traded their slack for a shorter step that makes
@@ -149,9 +150,12 @@ class PlaybackPolicy:
         owed = len(chosen)
         ride_along = ((bool(head) or head_start_held) and not someone_waits_for_first_audio and owed > 0
                       and not self._real_time(owed) and self._rides_along(owed + len(low) + len(rest), owed))
+        heads = [seq for seq in chosen if seq.clock is not None]
         for _, seq in low:
             if (ride_along or not (someone_waits_for_first_audio or head or head_start_held)
-                    or self._real_time(len(chosen) + 1)):
+                    or self._real_time(len(chosen) + 1)
+                    or (not (someone_waits_for_first_audio or head_start_held)
+                        and self._in_hand_covers(len(chosen) + 1, heads, now))):
                 chosen.append(seq)
         # Past real time a reply with slack still joins where its row adds frames per second, unless the step's speed
         # is owed to a first sound or a head start (an announcement made nearly alone among readers).
@@ -219,6 +223,27 @@ class PlaybackPolicy:
         """in_first_seconds for a listener: the codec thread asks it of the listener whose block is next."""
         return clock.written < self.limits.head_start_seconds or short_and_whole(clock) or clock is self._lone_short
 
+    def _in_hand_covers(self, batch: int, heads: list[Sequence], now: float) -> bool:
+        """A step of `batch`, slower than real time, still plays every head start in `heads` whole: the audio its
+        listener has in hand covers what it falls behind over the audio it still has to make at that step's pace. A
+        short reply just out has a block or so in hand, and the step's cost counts the codec's blocks beside it (a
+        wall time), so near real time a second room's row costs the announcement little: 0.6b INT8 on 2 Zen 4 cores,
+        an assistant's reply beside a 3 s announcement, two rows a little over a frame's duration a step by the
+        learned cost: cut, the assistant sat out the announcement's 2 s (a 1.7 s gap) while the announcement's slack
+        grew 0.2 -> 0.56 s; FCFS, running both, held both."""
+        cost = self.cost.predict(batch)
+        if cost is None or not heads or not self._codec_keeps_up():
+            return False
+        behind_per_second = cost / self.frame_seconds - 1.0
+        for seq in heads:
+            clock = seq.clock
+            assert clock is not None
+            slack = clock.slack(now)
+            expected = clock.expected_seconds(SECONDS_PER_CHARACTER)
+            if slack is None or expected is None or slack < (expected - clock.written) * behind_per_second:
+                return False
+        return True
+
     def _adds_throughput(self, batch: int) -> bool:
         """A step of `batch` makes more frames per second than one of batch - 1: on a CPU whose step streams the
         weights once for every row (batch 1 to ~8 here), nearly always; where the arithmetic grows with each row, not.
@@ -233,7 +258,14 @@ class PlaybackPolicy:
         """A step of `batch` costs at most RIDE_ALONG_SLOWDOWN more than one of the `owed` rows alone, and the codec
         makes every room it owes audio in real time (False while any of it is unknown)."""
         more, alone = self.cost.predict(batch), self.cost.predict(owed)
-        if more is None or alone is None or more > alone * (1.0 + RIDE_ALONG_SLOWDOWN) or self.codec is None:
+        if more is None or alone is None or more > alone * (1.0 + RIDE_ALONG_SLOWDOWN):
+            return False
+        return self._codec_keeps_up()
+
+    def _codec_keeps_up(self) -> bool:
+        """The codec makes every room it owes audio in real time (False before it was measured, or without one): a
+        reply that joins a head start's steps then does not queue its blocks before the head start's."""
+        if self.codec is None:
             return False
         rooms = len(self.codec.rooms)
         held = self.codec.rooms_held(rooms)
