@@ -52,6 +52,15 @@ def policy(time: Time, step_cost: StepCost | None = None) -> PlaybackPolicy:
     return PlaybackPolicy(PlaybackLimits(5.0, 1.0, 4.0), step_cost or StepCost(), FRAME, now=time)
 
 
+def codec_owing(rooms: int) -> CodecLoad:
+    """A codec measured at 0.19 s per audio second (it holds up to five rooms), owing audio to `rooms` rooms."""
+    codec = CodecLoad()
+    for _ in range(3):
+        codec.block_done(0.06, 0.32)
+    codec.rooms = frozenset(range(rooms))
+    return codec
+
+
 def paced(steps: PlaybackPolicy) -> PlaybackPacing:
     """The policy as the engine hands it to the scheduler."""
     return PlaybackPacing(steps, block_frames=4)
@@ -144,10 +153,7 @@ def test_where_an_announcement_gaps_even_alone_the_others_ride_along_if_they_cos
     assistant's reply beside an announcement buys the announcement no whole reply, and starved the assistant's for the
     announcement's seconds. Where everyone's step costs the announcement at most RIDE_ALONG_SLOWDOWN more, all run."""
     time = Time()
-    codec = CodecLoad()
-    for _ in range(3):
-        codec.block_done(0.06, 0.32)  # 0.19 s per audio second: up to five rooms
-    codec.rooms = frozenset(range(3))
+    codec = codec_owing(3)
 
     def policy(time: Time, step_cost: StepCost) -> PlaybackPolicy:
         return PlaybackPolicy(PlaybackLimits(5.0, 1.0, 4.0), step_cost, FRAME, now=time, codec=codec)
@@ -179,13 +185,10 @@ def test_where_an_announcement_gaps_even_alone_the_others_ride_along_if_they_cos
 
 def test_a_low_slack_reply_joins_an_announcements_steps_where_its_audio_in_hand_covers_the_row():
     """Two rooms: an announcement just out and an assistant's reply with half a second left. A step of both a little
-    slower than real time still plays the announcement whole (half its audio in hand covers the shortfall over what it
-    has to make): the assistant is not cut. Much slower, or with little in hand, or while a first sound waits, it is."""
+    slower than real time still plays the announcement whole (its audio in hand covers the shortfall over what it has
+    to make): the assistant is not cut. Much slower, or with little in hand, or while a first sound waits, it is."""
     time = Time()
-    codec = CodecLoad()
-    for _ in range(3):
-        codec.block_done(0.06, 0.32)  # 0.19 s per audio second: up to five rooms
-    codec.rooms = frozenset(range(2))
+    codec = codec_owing(2)
 
     def policy(time: Time, step_cost: StepCost) -> PlaybackPolicy:
         return PlaybackPolicy(PlaybackLimits(0.0, 1.0, 4.0), step_cost, FRAME, now=time, codec=codec)
