@@ -186,9 +186,8 @@ class CodecWorker:
         """The stream whose block goes next, of those with work (a whole block pending, or an ending): one with no
         audio yet first; then those the pacing does not hold back now (`held`); then the least slack. A reply's next
         sentence made ahead of need goes after all of them: its listener hears it only once the sentence before has
-        played, and by its clock it looked as urgent as that one (0.6b INT8, one room, a one-shot reply of several
-        sentences: the first sentence's blocks came 0.33-0.38 s apart, slower than they play, while the next one's
-        were decoded in turn)."""
+        played, though by its clock (the reply's) it looked as urgent as that one, and more so than other listeners
+        with more slack. (At one room it measured no faster: there the box itself is at real time.)"""
         ready = [(seq_id, s) for seq_id, s in self._streams.items() if s.has_work(self._decoder.block_frames)]
 
         def order(item: tuple[int, _Stream]) -> tuple[bool, bool, bool, float]:
