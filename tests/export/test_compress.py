@@ -5,12 +5,14 @@ import json
 import shutil
 
 import numpy as np
+import openvino as ov
 import pytest
 
 from wyoming_chorus.engine.codec_verdicts import VERDICTS
 from wyoming_chorus.engine.runner import RunnerOptions
 from wyoming_chorus.export.builtin import resolve_model
 from wyoming_chorus.export.compress import compress_model_dir
+from wyoming_chorus.modeldir.manifest import INT8_CODEC_XML
 
 from runner_prefill import prefill
 
@@ -52,6 +54,10 @@ def test_manifest_records_the_mode_and_every_graph_shrinks(original, compressed)
         assert after < before * 0.6, graph
         assert after == (directory / f"{graph}.xml").stat().st_size + (directory / f"{graph}.bin").stat().st_size
     assert sizes["total"][1] < sizes["total"][0]
+    # The codec decoder's INT8 twin, calibrated on what this model speaks; the float decoder stays beside it.
+    twin = ov.Core().read_model(directory / INT8_CODEC_XML)
+    assert any(op.get_type_name() == "FakeQuantize" for op in twin.get_ops())
+    assert (directory / "codec_decoder.xml").read_bytes() == (original / "codec_decoder.xml").read_bytes()
     # No staging file left behind (the codec's precision verdict, engine/codec_verdicts.py, may come with the copy).
     assert [path.name for path in directory.glob(".*")] in ([], [VERDICTS])
 

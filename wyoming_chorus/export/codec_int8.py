@@ -20,6 +20,8 @@ import openvino as ov
 from wyoming_chorus.modeldir.manifest import CODEC_BLOCK_FRAMES as BLOCK_FRAMES
 from wyoming_chorus.modeldir.manifest import INT8_CODEC_XML
 
+# Frames spoken per calibration sentence (~2 s of audio each), as the INT4 check's calibration (int4_choice.py).
+CALIBRATION_FRAMES = 24
 # Every op type NNCF may quantise besides the convolutions: kept in float.
 _KEPT_IN_FLOAT = ["MatMul", "Add", "Multiply", "Subtract", "Divide", "Maximum", "Minimum", "MVN", "Gelu", "Round",
                   "Clamp", "Concat", "ScaledDotProductAttention", "Power", "Sqrt", "ReduceMean", "Swish", "Sigmoid"]
@@ -48,6 +50,15 @@ def write_int8_codec(model_dir: Path, utterances: Iterable[np.ndarray]) -> Path:
         staging.unlink(missing_ok=True)
         staging.with_suffix(".bin").unlink(missing_ok=True)
     return target
+
+
+def write_spoken_int8_codec(model_dir: Path, frames: int = CALIBRATION_FRAMES) -> Path:
+    """write_int8_codec on the codes model_dir's own language models speak for the household calibration sentences
+    (`frames` each): for an export that runs no INT4 check (whose float model's codes int4_choice.py reuses)."""
+    from wyoming_chorus.export.utterances import speak
+    from wyoming_chorus.modeldir.manifest import ModelDir
+
+    return write_int8_codec(model_dir, [spoken.codes for spoken in speak(ModelDir(model_dir), False, frames)])
 
 
 def _blocks(codes: np.ndarray) -> list[dict[str, np.ndarray]]:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from wyoming_chorus.cpu import cpu_facts
 from wyoming_chorus.export import compress
-from wyoming_chorus.export.codec_int8 import write_int8_codec
+from wyoming_chorus.export.codec_int8 import CALIBRATION_FRAMES, write_int8_codec
 from wyoming_chorus.export.served_sampling import ServedSampling
 from wyoming_chorus.export.utterances import calibration_inputs, replay, speak
 from wyoming_chorus.export.weight_check import Distance, Threshold, predictor_distance, talker_distance
@@ -47,7 +47,7 @@ DEFAULT_METHOD = "awq+scale-estimation"
 
 @dataclass(frozen=True)
 class CheckPlan:
-    calibration_frames: int = 24   # frames per calibration sentence (~2 s of audio)
+    calibration_frames: int = CALIBRATION_FRAMES  # frames per calibration sentence (~2 s of audio)
     check_frames: int = 32         # frames per held-out sentence
     method: str = DEFAULT_METHOD
     group_size: int = 128
