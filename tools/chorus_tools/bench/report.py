@@ -192,8 +192,10 @@ def write_report(out: Path, header: dict, plan: Plan, phases: dict, engine: dict
             lines.append(f"| {what.split()[-1]} | failed: {why} | | | | | |")
     if engine.get("codec_ms_per_audio_s") is not None:
         codec = engine["codec_ms_per_audio_s"]
-        lines += ["", f"Codec decoder: {codec:.0f} ms of compute per second of audio (streamed as the engine streams "
-                  f"it), i.e. {codec * 0.08:.1f} ms per frame; a step of batch B hands it B frames.", ""]
+        precision = engine.get("codec_precision")
+        as_served = f" ({precision}, as served)" if precision else ""
+        lines += ["", f"Codec decoder{as_served}: {codec:.0f} ms of compute per second of audio (streamed as the "
+                  f"engine streams it), i.e. {codec * 0.08:.1f} ms per frame; a step of batch B hands it B frames.", ""]
     served = [(n, r) for n, p in phases.items() for r in p.get("sweep", [])]
     if served:
         lines += ["Server side (/metrics: chorus_step_seconds, chorus_batch_size) is in the sweep tables above.", ""]
