@@ -79,7 +79,8 @@ def test_compressing_twice_or_an_unknown_mode_is_refused(original, compressed):
 def test_int4_compresses_with_a_group_that_fits_the_tiny_dims(tmp_path, original):
     directory = tmp_path / "tiny"
     shutil.copytree(original, directory)
-    sizes = compress_model_dir(directory, "int4", group_size=16)
+    sizes = compress_model_dir(directory, "int4", group_size=16, codec_twin=False)  # the twin: the int8 fixture
     assert sizes["talker"][1] < sizes["talker"][0] * 0.6
     assert json.loads((directory / "chorus.json").read_text())["weights"] == "int4"
+    assert not (directory / INT8_CODEC_XML).exists()  # asked without the codec's twin
     assert prefill(directory, RunnerOptions(device="CPU", num_blocks=4)).codes.shape == (1, 16)
