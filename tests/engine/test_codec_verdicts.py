@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 
+import numpy as np
 import pytest
 
 from wyoming_chorus.cpu import cpu_facts
@@ -13,14 +14,21 @@ from wyoming_chorus.engine.codec_verdicts import VERDICTS
 from wyoming_chorus.export.builtin import resolve_model
 from wyoming_chorus.modeldir.manifest import ModelDir
 
-pytestmark = pytest.mark.skipif(cpu_facts().inference_precision("") == "f32",
-                                reason="this CPU computes the codec in f32 whatever it measures: nothing to choose")
+F32_CPU = cpu_facts().inference_precision("") == "f32"
 
 
 @pytest.fixture
 def model(tmp_path):
     directory = tmp_path / "tiny"
     shutil.copytree(resolve_model("builtin:tiny"), directory, ignore=shutil.ignore_patterns(VERDICTS))
+    if F32_CPU:
+        # A CPU that computes in f32 (AVX2) chooses only between f32 and an INT8 graph: give it one, calibrated on
+        # random codes (what is remembered is under test here, not the quantisation).
+        pytest.importorskip("nncf", reason="the INT8 graph needs the optional extra: pip install '.[compress]'")
+        from wyoming_chorus.export.codec_int8 import write_int8_codec
+
+        codebook = ModelDir(directory).manifest.codebook_size
+        write_int8_codec(directory, [np.random.default_rng(0).integers(0, codebook, (8, 16))])
     return directory
 
 

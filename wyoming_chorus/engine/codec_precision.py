@@ -9,14 +9,15 @@ the absolute bound issue 17 sets (1e-3 of full scale RMS) is missed by tools/ben
 left; with all but the last block in f32, 2.6e-4 at f32's full cost. Whether a real checkpoint's decoder stays
 within the bound cannot be told from random weights, so the server decodes a few frames of fixed codes both ways at
 load and keeps the cheaper precision only when the bound holds. On a CPU that computes in f32 anyway (AVX2) there
-is nothing to compare.
+is no cheaper float precision to compare, only the INT8 graph below.
 
 A verdict is measured once per model files, CPU and OpenVINO release: later starts find it beside the model
 (codec_verdicts.py) and compile only the decoder they serve.
 
 An export may also leave an INT8 decoder beside the float one (export/codec_int8.py: its convolutions run as u8
-VNNI kernels, ~0.66x bf16's CPU time at real dims on Zen 4, ~3.5x bf16's audio error on random weights). Under "auto"
-it is measured first, the same way, and served when its error is within the bound; else the choice above follows.
+kernels, ~0.66x bf16's CPU time at real dims on Zen 4 (VNNI), 0.56x f32's on an AVX2-only Zen 3 (`vpmaddubsw`), ~3.5x
+bf16's audio error on random weights). Under "auto" it is measured first, the same way, on every CPU, and served when
+its error is within the bound; else the choice above follows.
 
 `engine.codec_precision`: "auto" (this), or a precision to use as it is ("" = the plugin default, f32, bf16, f16).
 With "auto", an explicit `engine.inference_precision` is followed (f32 is the exact mode, codec included).
@@ -59,9 +60,9 @@ def choose_codec_decoder(xml: str | os.PathLike, codebook_size: int, requested: 
         return CodecChoice(StreamingCodecDecoder(xml, inference_precision),
                            facts.inference_precision(inference_precision), "as engine.inference_precision")
     cheap = facts.inference_precision("")
-    if cheap == "f32":
-        return CodecChoice(StreamingCodecDecoder(xml), "f32", "the plugin's default here")
     int8_xml = Path(xml).with_name(INT8_CODEC_XML)
+    if cheap == "f32" and not int8_xml.exists():
+        return CodecChoice(StreamingCodecDecoder(xml), "f32", "the plugin's default here")
     key = codec_verdicts.verdict_key([Path(xml), int8_xml], facts, bound)
     remembered = codec_verdicts.recall(Path(xml).parent, key)
     if remembered is not None:
@@ -86,6 +87,8 @@ def _measured_choice(xml: str | os.PathLike, codebook_size: int, cheap: str, int
         if error <= bound:
             return CodecChoice(int8, "int8", f"{int8_verdict}, within {bound:.0e}")
         int8_verdict = f"{int8_verdict}, above {bound:.0e}; "
+    if cheap == "f32":
+        return CodecChoice(exact, "f32", f"{int8_verdict}f32 is the plugin's default here")
     default = StreamingCodecDecoder(xml)
     error = probe_error(default, exact, codebook_size)
     verdict = f"{int8_verdict}{cheap}'s RMS error against f32 on these weights is {error:.1e} of full scale"
