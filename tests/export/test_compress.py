@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import numpy as np
@@ -22,6 +23,9 @@ pytest.importorskip("nncf", reason="weight compression needs the optional extra:
 # under 1% of their largest magnitude; the bound leaves room. (At 0.6B dims: ~3.5%, tools/compress_fidelity.py.)
 TOLERANCE = 0.02
 EXACT = RunnerOptions(device="CPU", kv_precision="f32", inference_precision="f32", num_blocks=4)
+# Under .ci/avx2's emulated CPU the codec twin's calibration (the household sentences spoken by the tiny model) took
+# ~12 of that job's 22 minutes; there tests/export/test_codec_int8.py checks the twin on AVX2 kernels instead.
+EMULATED_AVX2 = os.environ.get("CHORUS_EXPECT_ISA") == "avx2"
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +37,7 @@ def original():
 def compressed(tmp_path_factory, original):
     directory = tmp_path_factory.mktemp("int8") / "tiny"
     shutil.copytree(original, directory)
-    sizes = compress_model_dir(directory, "int8")
+    sizes = compress_model_dir(directory, "int8", codec_twin=not EMULATED_AVX2)
     return directory, sizes
 
 
@@ -55,8 +59,11 @@ def test_manifest_records_the_mode_and_every_graph_shrinks(original, compressed)
         assert after == (directory / f"{graph}.xml").stat().st_size + (directory / f"{graph}.bin").stat().st_size
     assert sizes["total"][1] < sizes["total"][0]
     # The codec decoder's INT8 twin, calibrated on what this model speaks; the float decoder stays beside it.
-    twin = ov.Core().read_model(directory / INT8_CODEC_XML)
-    assert any(op.get_type_name() == "FakeQuantize" for op in twin.get_ops())
+    if EMULATED_AVX2:
+        assert not (directory / INT8_CODEC_XML).exists()
+    else:
+        twin = ov.Core().read_model(directory / INT8_CODEC_XML)
+        assert any(op.get_type_name() == "FakeQuantize" for op in twin.get_ops())
     assert (directory / "codec_decoder.xml").read_bytes() == (original / "codec_decoder.xml").read_bytes()
     # No staging file left behind (the codec's precision verdict, engine/codec_verdicts.py, may come with the copy).
     assert [path.name for path in directory.glob(".*")] in ([], [VERDICTS])
