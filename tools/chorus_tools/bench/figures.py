@@ -45,7 +45,8 @@ def machine(directory: Path, kv: str, inference_hint: str = "") -> dict:
         inference = plugin if lm == plugin == codec else f"{lm} (talker, code predictor), {codec} (codec)"
         # engine.native_matmul as the servers leave it (on): where it applies (native/compressed_matmul.hpp).
         native = _native.native_matmul_available() and manifest.weights in COMPRESSED and lm == "f32"
-        matmuls = "the project's VNNI kernel (AVX-512)" if native else "the plugin's"
+        builds = {"avx512": "VNNI (AVX-512)", "avxvnni": "AVX-VNNI", "avx2": "AVX2"}
+        matmuls = f"the project's kernel, {builds.get(_native.matmul_isa(), 'its')} build" if native else "the plugin's"
     except Exception:  # noqa: BLE001  (a header detail, not a reason to fail)
         inference, matmuls = "device default", "unknown"
     return {
