@@ -71,6 +71,28 @@ def test_a_short_reply_made_slower_than_it_is_spoken_waits_just_long_enough():
     assert clock.release_at(now=100.3) == pytest.approx(100.05 + hold)  # fixed at the first chunk's arrival
 
 
+def test_a_streamed_reply_held_at_its_writer_is_planned_again_as_its_text_arrives():
+    """A streamed reply's first chunk is ready with 100 characters of its text in hand (7 s): at rate 0.08 / 0.084 it
+    waits 7 * 0.05 = 0.35 s. While it waits, 100 more arrive (14 s): planned again 0.1 s later it needs 0.7 s from
+    then. Then the rest of a long read-out arrives (140 s: 7 s of hold, past its latest first sound): it goes out."""
+    characters = 100
+    clock = PlaybackClock(now=100.0, text_length=lambda: characters)
+    reply = sentence(1, 2000, clock)
+    hold = FirstChunkHold(step_cost(b1=0.084), FRAME, 1.5)
+    hold.plan([reply], now=100.4)
+    assert clock.release_at(now=100.4) == pytest.approx(100.4 + 7.0 * (0.084 / 0.08 - 1))
+    characters = 200
+    hold.plan([reply], now=100.5)
+    assert clock.release_at(now=100.5) == pytest.approx(100.5 + 14.0 * (0.084 / 0.08 - 1))
+    characters = 2000
+    hold.plan([reply], now=100.6)
+    assert clock.release_at(now=100.6) == pytest.approx(100.4)  # its first_ready: at once
+    clock.wrote(0.32, now=100.6)
+    characters = 100
+    hold.plan([reply], now=100.7)  # out: no more plans
+    assert clock.release_at(now=100.7) == pytest.approx(100.4)
+
+
 def test_a_reply_no_hold_makes_gap_free_goes_out_at_once():
     """A 20 s reply at rate 0.7 would need 8.6 s: its satellite would give up first. Waiting only moves silence from
     inside the reply to before it, so its first chunk goes out as soon as it is there."""

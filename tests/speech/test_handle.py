@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import numpy as np
 import pytest
 
 from wyoming_chorus.errors import InvalidText, QueueFull, RequestFailed
+from wyoming_chorus.playback_clock import PlaybackClock
 from wyoming_chorus.speech.api import Handle, Request, RequestInfo
 from wyoming_chorus.speech.sharing import Sharing
 
@@ -69,6 +71,26 @@ async def test_a_failure_comes_after_the_audio_before_it_and_fails_the_info():
     assert got == [b"ab"]
     with pytest.raises(InvalidText):
         await handle.info
+
+
+async def test_a_held_first_chunk_waits_for_the_latest_plan():
+    """The engine plans a reply's hold again while its first chunk waits (engine/first_chunk_hold.py): the writer
+    reads the plan as it changes. Planned 0.1 s, then 0.4 s from the first chunk: it waits at least 0.4 s; the next
+    chunk, once the first is written, does not wait."""
+    clock = PlaybackClock()
+    handle = Handle(Request("Hi.", clock=clock), Recorder())
+    clock.plan_hold(0.1, clock.began + 10.0)
+    handle.put(b"first")
+    handle.put(b"second")
+    reader = asyncio.ensure_future(handle.__anext__())
+    await asyncio.sleep(0.05)
+    clock.plan_hold(0.4, clock.began + 10.0)
+    assert await asyncio.wait_for(reader, 5) == b"first"
+    assert clock.first_ready is not None and time.monotonic() - clock.first_ready >= 0.4
+    clock.wrote(0.32)
+    before = time.monotonic()
+    assert await asyncio.wait_for(handle.__anext__(), 5) == b"second"
+    assert time.monotonic() - before < 0.1
 
 
 async def test_cancel_goes_to_the_control_once_and_not_after_the_end():

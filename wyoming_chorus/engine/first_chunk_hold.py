@@ -27,11 +27,15 @@ codec still owes audio, not only the batch's: with a slow codec a reply's frames
 heard, and its room takes the codec's time until then. Also cautious: while a reply's first chunk is held the codec
 serves its blocks first (no audio out yet), so it gets more than its share then.
 The length is the reply's expected audio from its text so far (SECONDS_PER_CHARACTER), or without it its sentence's
-(`expected_frames`).
+(`expected_frames`). A streamed reply's text is still coming in when its first chunk is ready (the bench's 20 s reply:
+13 s of it in hand at 0.35 s of text a second), so the hold is planned again at every step while the chunk waits at the
+writer, from that moment on, and the writer reads the latest plan: a hold planned too short on the first sentence
+grows as the rest arrives, up to the same latest first sound.
 """
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 
 from .codec_load import CodecLoad
@@ -96,13 +100,13 @@ class FirstChunkHold:
         codec_rate = self.codec.rate_per_room(batch if codec_rooms is None else codec_rooms)
         return steps_rate if codec_rate is None else min(steps_rate, codec_rate)
 
-    def plan(self, running: list[Sequence]) -> None:
-        """Before each step: the hold of every reply whose first chunk has not reached its writer yet (its first
-        sentence only; a deferred one is made ahead of need and comes after)."""
+    def plan(self, running: list[Sequence], now: float | None = None) -> None:
+        """Before each step: the hold of every reply whose first chunk has not gone out yet, at its writer or not
+        (its first sentence only; a deferred one is made ahead of need and comes after). `now`: the clocks' time."""
         if self.max_first_audio_seconds <= 0:
             return
-        waiting = [(seq, clock) for seq in running if (clock := seq.clock) is not None and not seq.deferred
-                   and clock.first_ready is None and clock.written == 0]
+        waiting = [(seq, clock) for seq in running
+                   if (clock := seq.clock) is not None and not seq.deferred and clock.written == 0]
         if not waiting:
             return
         # The rooms sharing the codec: the batch's (one without a listener counts too: cautious) and those whose
@@ -120,4 +124,7 @@ class FirstChunkHold:
             expected = expected_frames(seq) * self.frame_seconds if reply is None else reply
             rest = max(0.0, expected - made)
             ahead = max(0.0, made - self.block_seconds)  # made past the first block: what the listener has in hand
-            clock.plan_hold(hold_seconds(rest, ahead, rate), clock.began + self.max_first_audio_seconds)
+            hold = hold_seconds(rest, ahead, rate)
+            if clock.first_ready is not None:  # the chunk waits at the writer already: the hold runs from now on
+                hold += (time.monotonic() if now is None else now) - clock.first_ready
+            clock.plan_hold(hold, clock.began + self.max_first_audio_seconds)

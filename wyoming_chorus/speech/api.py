@@ -17,6 +17,9 @@ import numpy as np
 
 from wyoming_chorus.playback_clock import PlaybackClock
 
+# How often a held first chunk reads its release again: about a step at batch 1, as often as the engine plans it.
+RELEASE_RECHECK_SECONDS = 0.05
+
 
 @dataclass(frozen=True)
 class Request:
@@ -131,10 +134,11 @@ class Handle:
         raise item
 
     async def _release(self) -> None:
-        """The reply's first chunk waits out the hold the engine planned for it (engine/first_chunk_hold.py)."""
+        """The reply's first chunk waits out the hold the engine planned for it (engine/first_chunk_hold.py), read
+        again every RELEASE_RECHECK_SECONDS: the engine plans it anew at each step while the chunk waits."""
         clock = self.request.clock
-        if clock is not None and clock.written == 0 and (wait := clock.release_at() - time.monotonic()) > 0:
-            await asyncio.sleep(wait)
+        while clock is not None and clock.written == 0 and (wait := clock.release_at() - time.monotonic()) > 0:
+            await asyncio.sleep(min(wait, RELEASE_RECHECK_SECONDS))
 
     # ---- the producers' side (any thread) ------------------------------------------------------------------------
     def started(self, voice: str, language: str | None, language_detected: bool, unspoken: str | None = None) -> None:
