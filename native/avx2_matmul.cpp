@@ -6,7 +6,8 @@
 // u8 weights (0..255) times int8 activations would overflow, so the weights are taken as q - 128 (one xor), their
 // magnitude (<= 128) goes in as the unsigned byte and their sign moves onto the activation (|x| <= 127, never -128):
 // a pair is at most 2 * 128 * 127 = 32512. `vpmaddwd` by ones then sums the pairs into the quadruple's int32, and
-// (128 - zero) * sum(x) restores the zero point. INT4 weights (0..15, stored +8) fit `vpmaddubsw` as they are.
+// (128 - zero) * sum(x) restores the zero point. INT4 weights (0..15, stored +8) fit `vpmaddubsw` as they are,
+// and their 16-bit pairs are summed over four input steps before they are widened (NibbleDots).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -58,13 +59,18 @@ struct ByteDots {
     }
 };
 
-// INT4 weights (0..15) fit `vpmaddubsw` as they are: pairs into 16 bits, `vpmaddwd` by ones into the quadruples.
+// INT4 weights (0..15) fit `vpmaddubsw` as they are, and so small that its 16-bit pairs can be summed before they
+// are widened: a pair is at most 2 * 15 * 127 = 3810, an input step's low and high nibbles give two, so the 16-bit
+// sums of four steps stay within 4 * 7620 = 30480 < 32767. Then one `vpmaddwd` by ones widens four steps' sums into
+// the quadruples' int32, where widening each step took two: the same integers, half the multiplies.
 struct NibbleDots {
-    CHORUS_AVX2 static inline __attribute__((always_inline)) void add(__m256i& acc, __m256i low, __m256i high,
+    static constexpr std::size_t kRun = 4;
+    CHORUS_AVX2 static inline __attribute__((always_inline)) void add(__m256i& part, __m256i low, __m256i high,
                                                                       __m256i x0, __m256i x1) {
-        const __m256i ones = _mm256_set1_epi16(1);
-        acc = _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(low, x0), ones),
-                                                     _mm256_madd_epi16(_mm256_maddubs_epi16(high, x1), ones)));
+        part = _mm256_add_epi16(part, _mm256_add_epi16(_mm256_maddubs_epi16(low, x0), _mm256_maddubs_epi16(high, x1)));
+    }
+    CHORUS_AVX2 static inline __attribute__((always_inline)) void widen(__m256i& acc, __m256i part) {
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(part, _mm256_set1_epi16(1)));
     }
 };
 

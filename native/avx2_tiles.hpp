@@ -4,6 +4,8 @@
 // (the builds differ only in the dot products). Internal to those files.
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "matmul_tiles.hpp"
 
 // Only these functions use AVX2: the module is built for the baseline x86-64.
@@ -77,9 +79,10 @@ CHORUS_AVX2 void int8_tile(const PackedWeights& w, const Quantised& a, std::size
 
 // One tile of 32 output channels for R rows of INT4 symmetric weights, a scale per channel and group: a 128-byte
 // step holds two input steps of 32 channels (low nibbles, high nibbles), four 32-byte loads of 8 channels each.
-// `Dot::add(acc, low, high, x0, x1)` adds to acc the quadruples' dot products of the low nibbles with x0 and the
-// high ones with x1 (each build its own instructions; the same integers). Then the sums less the +8 every weight is
-// stored with, times the channels' scales and the row's.
+// `Dot::add(part, low, high, x0, x1)` adds to a partial sum the quadruples' dot products of the low nibbles with x0
+// and the high ones with x1, and `Dot::widen(acc, part)` adds that into the group's int32 sums every `Dot::kRun`
+// steps (each build its own instructions; the same integers). Then the sums less the +8 every weight is stored
+// with, times the channels' scales and the row's.
 template <class Dot, std::size_t R>
 CHORUS_AVX2 void int4_tile(const PackedWeights& w, const Quantised& a, std::size_t row0, std::size_t tile, float* y) {
     const std::size_t groups = w.k / w.group, pairs = w.group / 8;
@@ -94,16 +97,26 @@ CHORUS_AVX2 void int4_tile(const PackedWeights& w, const Quantised& a, std::size
         const int8_t* x[R];
         _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) x[r] = a.q.data() + (row0 + r) * w.k + g * w.group;
         const uint8_t* wg = wt + g * pairs * kTile * 4;
-        for (std::size_t p = 0; p < pairs; ++p) {
-            __m256i x0[R], x1[R];
-            _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) {
-                x0[r] = _mm256_set1_epi32(quad(x[r] + 8 * p));
-                x1[r] = _mm256_set1_epi32(quad(x[r] + 8 * p + 4));
+        for (std::size_t run = 0; run < pairs; run += Dot::kRun) {
+            __m256i part[R][kBlocks];
+            zeroed(part);
+            for (std::size_t p = run; p < std::min(run + Dot::kRun, pairs); ++p) {
+                __m256i x0[R], x1[R];
+                _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) {
+                    x0[r] = _mm256_set1_epi32(quad(x[r] + 8 * p));
+                    x1[r] = _mm256_set1_epi32(quad(x[r] + 8 * p + 4));
+                }
+                _Pragma("GCC unroll 4") for (std::size_t j = 0; j < kBlocks; ++j) {
+                    const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(wg + p * 128 + 32 * j));
+                    const __m256i lo = _mm256_and_si256(v, nibble);
+                    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+                    _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) {
+                        Dot::add(part[r][j], lo, hi, x0[r], x1[r]);
+                    }
+                }
             }
-            _Pragma("GCC unroll 4") for (std::size_t j = 0; j < kBlocks; ++j) {
-                const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(wg + p * 128 + 32 * j));
-                const __m256i lo = _mm256_and_si256(v, nibble), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
-                _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) Dot::add(acc[r][j], lo, hi, x0[r], x1[r]);
+            _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) {
+                _Pragma("GCC unroll 4") for (std::size_t j = 0; j < kBlocks; ++j) Dot::widen(acc[r][j], part[r][j]);
             }
         }
         _Pragma("GCC unroll 4") for (std::size_t r = 0; r < R; ++r) {

@@ -43,12 +43,17 @@ struct ByteDots {
     }
 };
 
+// INT4 weights go in as they are; `vpdpbusd` sums into int32 directly, so a group is one run.
 template <Encoding E>
 struct NibbleDots {
-    CHORUS_AVX2 static inline __attribute__((always_inline)) void add(__m256i& acc, __m256i low, __m256i high,
+    static constexpr std::size_t kRun = std::size_t{1} << 20;
+    CHORUS_AVX2 static inline __attribute__((always_inline)) void add(__m256i& part, __m256i low, __m256i high,
                                                                       __m256i x0, __m256i x1) {
-        dpbusd<E>(acc, low, x0);
-        dpbusd<E>(acc, high, x1);
+        dpbusd<E>(part, low, x0);
+        dpbusd<E>(part, high, x1);
+    }
+    CHORUS_AVX2 static inline __attribute__((always_inline)) void widen(__m256i& acc, __m256i part) {
+        acc = _mm256_add_epi32(acc, part);
     }
 };
 
