@@ -18,9 +18,8 @@ import sys
 from pathlib import Path
 
 from chorus_tools.engine_bench import bench_batch, bench_codec, kv_bytes_per_token
-from chorus_tools.models import preset_model
+from chorus_tools.models import preset_model, served_codec
 from wyoming_chorus.cpu import cpu_facts
-from wyoming_chorus.engine.codec_precision import choose_codec_decoder
 from wyoming_chorus.engine.runner import PagedRunner, RunnerOptions
 from wyoming_chorus.errors import SetupError
 from wyoming_chorus.export.builtin import resolve_model
@@ -94,8 +93,7 @@ def main(argv=None) -> None:
     codec = {p or "default": bench_codec(directory, 28 if args.quick else 52, p) for p in precisions}
     for precision, ms in codec.items():
         print(f"codec decode ({precision} precision): {ms:.0f} ms per second of audio")
-    choice = choose_codec_decoder(directory / "codec_decoder.xml", ModelDir(directory).manifest.codebook_size,
-                                  inference_precision=args.inference_precision or "")
+    choice = served_codec(directory, args.inference_precision or "")
     print(f"codec precision served (engine.codec_precision auto): {choice.precision}: {choice.reason}")
     kv, skipped = {}, {}
     for precision in ("u8", "bf16"):

@@ -11,7 +11,7 @@ import numpy as np
 import openvino as ov
 
 from chorus_tools.arithmetic import Throughput, arithmetics, bandwidth_gb_s, throughput
-from wyoming_chorus.engine.codec_precision import choose_codec_decoder
+from chorus_tools.models import served_codec
 from wyoming_chorus.modeldir.manifest import ModelDir
 
 CODEC_BLOCK_FRAMES = 4
@@ -100,6 +100,6 @@ def codec_floor(directory: Path, machine: Machine) -> tuple[str, float, float]:
     """(the precision the server serves the codec at, that arithmetic's rate in GFLOP/s, the floor in ms per audio
     second); an f16 codec counts at the f32 rate (no f16 probe)."""
     model = ModelDir(directory)
-    served = choose_codec_decoder(directory / "codec_decoder.xml", model.manifest.codebook_size).precision
+    served = served_codec(directory).precision
     rate = machine.rates.get(served, machine.rates["f32"]).peak
     return served, rate, codec_gflop_per_audio_s(model) / rate * 1000

@@ -65,9 +65,9 @@ def compress_model_dir(model_dir: Path, mode: str, group_size: int = 128,
         remove_staged(staged.values())
     manifest["weights"] = mode
     write_atomic(manifest_path, json.dumps(manifest, indent=2) + "\n")
-    from wyoming_chorus.export.codec_int8 import write_spoken_int8_codec
-
     if codec_twin:
+        from wyoming_chorus.export.codec_int8 import write_spoken_int8_codec
+
         write_spoken_int8_codec(model_dir)
     sizes = {graph: (before[graph], graph_bytes(model_dir / f"{graph}.xml")) for graph in _GRAPHS}
     sizes["total"] = (total_before, dir_bytes(model_dir))

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from chorus_tools.bench.plan import BENCH_SEED, Plan, log
+from chorus_tools.models import served_codec
 
 
 def stage_timings(model, runner, batch: int, context: int, steps: int, inference_precision: str = "") -> dict:
@@ -124,10 +125,7 @@ def engine_phase(directory: Path, plan: Plan, texts: list[tuple[str, str]], isa_
     else:
         out["skipped"]["bf16"] = "no bf16 on this CPU"
     log("engine level: codec decoder, as the server serves it (engine.codec_precision: auto)")
-    from wyoming_chorus.engine.codec_precision import choose_codec_decoder
-
-    served = choose_codec_decoder(directory / "codec_decoder.xml", ModelDir(directory).manifest.codebook_size,
-                                  "auto", plan.inference_precision or "").precision
+    served = served_codec(directory, plan.inference_precision or "").precision
     out["codec_precision"] = served
     out["codec_ms_per_audio_s"] = bench_codec(directory, 28 if plan.engine_steps <= 4 else 52, served)
     return out

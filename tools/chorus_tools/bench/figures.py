@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 from chorus_tools.bench.workloads import Scenario
+from chorus_tools.models import served_codec
 
 
 def fmt(value, digits: int = 2, unit: str = "") -> str:
@@ -25,7 +26,6 @@ def machine(directory: Path, kv: str, inference_hint: str = "") -> dict:
     import openvino
 
     from wyoming_chorus.cpu import cpu_facts
-    from wyoming_chorus.engine.codec_precision import choose_codec_decoder
     from wyoming_chorus.lm_precision import COMPRESSED, lm_precision
     from wyoming_chorus.modeldir.manifest import ModelDir
     from wyoming_chorus.native_module import _native
@@ -40,8 +40,7 @@ def machine(directory: Path, kv: str, inference_hint: str = "") -> dict:
         plugin = facts.inference_precision(inference_hint)
         lm = facts.inference_precision(lm_precision(inference_hint, manifest.weights, "CPU", facts).hint)
         # The codec as the server serves it (engine.codec_precision auto: the INT8 twin where its audio passes).
-        codec = choose_codec_decoder(Path(directory) / "codec_decoder.xml", manifest.codebook_size, "auto",
-                                     inference_hint or "").precision
+        codec = served_codec(Path(directory), inference_hint or "").precision
         inference = plugin if lm == plugin == codec else f"{lm} (talker, code predictor), {codec} (codec)"
         # engine.native_matmul as the servers leave it (on): where it applies (native/compressed_matmul.hpp).
         native = _native.native_matmul_available() and manifest.weights in COMPRESSED and lm == "f32"
