@@ -14,6 +14,12 @@ in this order, while the step's cost allows:
 3. *low slack*: less than `min_slack_seconds` of audio left to play, the reply with the least audio delivered first;
 4. the rest, least slack first. One with more than `max_slack_seconds` left skips the step (keeping its blocks and
    its place in the batch): it gives its step to those that would otherwise fall behind.
+   Where more than one listener is running, a reply's next sentence made ahead of need (deferred, until its
+   listener reaches it) comes last of all, taking only steps to spare: it shares the clock of the sentence heard
+   now, and ranked by that clock it took a row beside it from the first step (an announcement's two sentences were
+   two head starts, so on a box near its capacity the step of both was slower than real time, and the readers rode
+   along). A lone listener's next sentence still runs beside the one heard: there it is ready when its turn comes,
+   and left for steps to spare it started late at every sentence (one room slower than real time: more gaps).
 
 The batch is cut where one more request would make the step slower than real time (a frame's duration per step, from the
 learned StepCost). Replies with no audio out yet always run. While one of them waits for its first block (not one whose
@@ -33,6 +39,7 @@ no audio yet, but hurry nobody out of a step.
 """
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -100,6 +107,11 @@ def lone_short_reply(running: list[Sequence]) -> PlaybackClock | None:
     return next(iter(short.values())) if len(short) == 1 else None
 
 
+def more_than_one_listener(running: list[Sequence]) -> bool:
+    """Requests of more than one listener are running (a request without one counts as one of its own)."""
+    return len({id(seq.clock) if seq.clock is not None else -seq.id - 1 for seq in running}) > 1
+
+
 @dataclass(frozen=True)
 class PlaybackLimits:
     head_start_seconds: float = 0.0
@@ -121,12 +133,14 @@ class PlaybackPolicy:
         # The only short reply's listener (lone_short_reply), as the engine thread last looked; read by the codec
         # thread too (has_head_start), without a lock: one reference replaced whole.
         self._lone_short: PlaybackClock | None = None
+        self._company = False  # more than one listener among the running requests, as the engine thread last looked
 
     def skipped(self, running: list[Sequence]) -> set[int]:
         """Ids of the running requests that sit this step out. The tier each running request was found in is kept
         in `tiers` (by id) until the next call, for chorus_playback_sat_out_total."""
         self.tiers = {}
         self._lone_short = lone_short_reply(running)
+        self._company = more_than_one_listener(running)
         if len(running) < 2 or all(seq.clock is None for seq in running):
             return set()  # nothing to trade: one request, or none with a listener to pace
         now = self._now()
@@ -177,6 +191,7 @@ class PlaybackPolicy:
         if seq.clock is None or not short_and_whole(seq.clock):
             return len(running)
         self._lone_short = lone_short_reply(running)
+        self._company = more_than_one_listener(running)
         now = self._now()
         tiers = [self._tier(other, now)[0] for other in running]
         ahead = max(sum(tier in (FIRST, HEAD_START) for tier in tiers), 1)
@@ -194,6 +209,8 @@ class PlaybackPolicy:
             return FIRST, 0.0
         limits = self.limits
         slack = seq.clock.slack(now)
+        if seq.deferred and self._company:  # made ahead of need, beside other listeners (see the top)
+            return (FULL, slack) if slack is not None and slack > limits.max_slack_seconds else (SLACK, math.inf)
         if slack is None or 0 < limits.head_start_seconds < -slack:
             return FIRST, 0.0
         if self.in_first_seconds(seq):
