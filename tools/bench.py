@@ -60,7 +60,7 @@ from chorus_tools.bench.alternate import alternate  # noqa: E402
 from chorus_tools.bench.engine_level import engine_phase  # noqa: E402
 from chorus_tools.bench.figures import load_peers, machine, targets, to_json  # noqa: E402
 from chorus_tools.bench.formats import floors_of, labels, one_room, running_batch  # noqa: E402
-from chorus_tools.bench.household import gap_free_rooms, household  # noqa: E402
+from chorus_tools.bench.household import bursts_by_kind, gap_free_rooms, household  # noqa: E402
 from chorus_tools.bench.kv import kv_analysis  # noqa: E402
 from chorus_tools.bench.phases import baselines, capacity_rate  # noqa: E402
 from chorus_tools.bench.plan import BENCH_SEED, log, make_plan  # noqa: E402
@@ -217,7 +217,8 @@ def main(argv=None) -> int:
     report = write_report(out, header, plan, phases, engine, kv, peers, elapsed, args, plain)
     (out / "report.json").write_text(json.dumps({
         "header": header, "plan": plan.__dict__, "phases": to_json(phases), "engine": engine, "kv": kv,
-        "household": heard, "targets": goals, "formats": forms, "running_batch": batch,
+        "household": heard, "household_by_kind": bursts_by_kind(phases), "targets": goals, "formats": forms,
+        "running_batch": batch,
         "one_room_servers": to_json(rooms), "peers": peers, "elapsed_s": elapsed}, indent=1, default=str))
     print("\n".join(plain), flush=True)
     log(f"wrote {report} (+ report.json, plots) in {elapsed:.0f} s")

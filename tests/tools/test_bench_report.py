@@ -8,7 +8,13 @@ import pytest
 
 from chorus_tools.bench.alternate import alternation
 from chorus_tools.bench.figures import targets
-from chorus_tools.bench.household import gap_free_rooms, household, household_table
+from chorus_tools.bench.household import (
+    bursts_by_kind,
+    bursts_by_kind_table,
+    gap_free_rooms,
+    household,
+    household_table,
+)
 from chorus_tools.bench.listener import HA_2026_11
 from chorus_tools.bench.report import plot_sweeps
 from chorus_tools.bench.summary import pooled, summarise
@@ -83,6 +89,27 @@ def test_the_household_table_sets_each_scenario_of_both_policies_side_by_side():
     assert met["replies held with zero underruns, playback vs FCFS"]["value"] == pytest.approx(18 / 1)
     assert met["underrun seconds per reply, one room alone"]["met"] is True
     assert met["aggregate audio per second, playback vs FCFS, burst of 16 rooms"]["value"] is not None
+
+
+def test_a_bursts_gaps_are_shown_by_kind_of_reply():
+    """A policy that keeps the announcement whole and gaps the assistant's reply has the same total as one that gaps
+    both alike; the table by kind tells them apart (one room alone is no burst: not in it)."""
+    def burst(name: str, assistant_gap: float, announcement_gap: float) -> dict:
+        announcement = Outcome("announce", "oneshot", 1, 8, 0.0, ttfa_s=0.5, end_s=4.0, audio_s=3.2,
+                               first_sound_s=0.6, underruns=int(announcement_gap > 0), underrun_s=announcement_gap)
+        return {"scenarios": [Scenario(f"{name} burst 1", [_reply(0, 0.0)]),
+                              Scenario(f"{name} burst 2", [_reply(0, assistant_gap), announcement])]}
+
+    phases = {"continuous": burst("continuous", 2.0, 0.0), "fcfs": burst("fcfs", 1.0, 1.0)}
+    by_kind = bursts_by_kind(phases)
+    assert (household(phases)["playback"]["burst of 2 rooms"]["underrun_s_per_request"]
+            == household(phases)["fcfs"]["burst of 2 rooms"]["underrun_s_per_request"])
+    assert by_kind["playback"]["burst of 2 rooms"]["announce"]["underrun_s_per_request"] == 0.0
+    assert by_kind["fcfs"]["burst of 2 rooms"]["assistant"]["underrun_s_per_request"] == 1.0
+    assert "one room" not in by_kind["playback"]
+    rows = {tuple(cell.strip() for cell in line.split("|")[1:3]): line for line in bursts_by_kind_table(by_kind)}
+    assert "| 2.00 / 2.00 · 1.00 / 1.00 |" in rows[("burst of 2 rooms", "assistant")]
+    assert "| 1 / 1 · 0 / 1 |" in rows[("burst of 2 rooms", "announce")]
 
 
 def test_a_room_made_slower_than_real_time_is_not_held_to_zero_gaps():

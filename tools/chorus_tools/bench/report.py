@@ -6,7 +6,13 @@ import sys
 from pathlib import Path
 
 from chorus_tools.bench.figures import fmt, ratio, realtime_rooms, targets
-from chorus_tools.bench.household import gap_free_rooms, household, household_table
+from chorus_tools.bench.household import (
+    bursts_by_kind,
+    bursts_by_kind_table,
+    gap_free_rooms,
+    household,
+    household_table,
+)
 from chorus_tools.bench.plan import BENCH_SEED, BUCKETS, FRAMES_PER_AUDIO_S, LOOKAHEAD, Plan
 from chorus_tools.bench.summary import summarise
 from chorus_tools.bench.workloads import Scenario
@@ -140,6 +146,7 @@ def write_report(out: Path, header: dict, plan: Plan, phases: dict, engine: dict
         elif phase.get("sweep"):
             lines += sweep_table(labels[name], phase["sweep"])
     lines += household_table(heard)
+    lines += bursts_by_kind_table(bursts_by_kind(phases))
     lines += ["## Poisson arrivals (mixed)", ""]
     prows = [{**phases[n]["poisson"], "label": n} for n in ("continuous", "static") if phases.get(n, {}).get("poisson")]
     if prows:
