@@ -330,6 +330,43 @@ def test_while_the_engine_makes_a_new_replys_first_frames_only_listeners_with_au
     assert Sink.order == ["new", "dry", "low", "reader"]
 
 
+def test_while_the_engine_runs_a_head_start_a_next_sentence_waits_after_its_first_block():
+    """A reply's next sentence made ahead of need plays only after the sentence heard now; decoded meanwhile it took
+    the cores from that sentence's steps (a lone two-sentence announcement gapped). While the engine runs steps a
+    listener waits for, its first block still goes (ready when the listener reaches it), the rest once it is needed,
+    or once the steps are quiet."""
+    pacing = paced(spare_seconds=1.0, head_start_seconds=0.0)
+    urgent = pacing.urgent
+    codec = CodecWorker(TINY, "", pacing=pacing)
+    clock = PlaybackClock()
+    clock.wrote(0.3)  # the announcement's first block is out: 0.3 s in hand
+    heard, ahead = Sink("heard", clock), Sink("ahead", clock, needed_now=False)
+    later = Sink("later", PlaybackClock(), needed_now=False)
+    Sink.order = []
+    urgent.mark(HEAD_START)
+    for seq_id, sink, blocks in ((1, heard, 1), (2, ahead, 3)):
+        for codes in frames(blocks * BLOCK, seq_id):
+            codec.push(seq_id, sink, codes)
+        codec.close(seq_id, sink)
+    codec.start()
+    try:
+        assert heard.done.wait(60)
+        assert not ahead.done.wait(0.5) and len(ahead.pcm) == 1  # its first block only
+        ahead.needed_now = True  # the sentence before has all gone out: the listener waits for this one now
+        assert ahead.done.wait(60) and len(ahead.pcm) == 3
+        # Another next sentence, held the same way, goes on once the engine's steps are quiet.
+        for codes in frames(2 * BLOCK, 3):
+            codec.push(3, later, codes)
+        codec.close(3, later)
+        assert not later.done.wait(0.5) and len(later.pcm) == 1
+        urgent.mark(QUIET)
+        assert later.done.wait(60) and len(later.pcm) == 2
+    finally:
+        urgent.mark(QUIET)
+        codec.stop(10)
+    assert Sink.order[:2] == ["heard", "ahead"]
+
+
 def test_once_stopped_the_codec_refuses_jobs_and_their_callers_answer_them():
     """The codec thread closes its inbox when it stops: a job put later is refused (False), so the engine fails that
     reply itself instead of leaving its reader waiting; the jobs put before the stop are still done."""

@@ -6,8 +6,8 @@ A reply is paced by its listener's playback clock in three places, which must ag
   long each new reply's first chunk waits at its writer to then play with no gap (first_chunk_hold.py);
 - the engine thread: how urgent the step it is about to run is (urgent_steps.py), and whether to wait while a
   reply's first block is at the codec instead of stepping (first_audio_hold.py);
-- the codec thread: whose blocks wait while the engine runs such a step (`held_back_now`), and which replies' first
-  block it has handed over (`block_out`, `stream_ended`).
+- the codec thread: whose blocks wait while the engine runs such a step (`held_back_now`, `ahead_waits_now`), and
+  which replies' first block it has handed over (`block_out`, `stream_ended`).
 
 Two things cross threads here, both without a lock: the step's level (engine -> codec: one int replaced whole) and
 the first blocks handed over (codec -> engine: a set and an Event, first_audio_hold.FirstBlocksOut). The playback
@@ -68,6 +68,11 @@ class Pacing:
         """Whose blocks wait while the engine runs the step it marked last."""
         return nobody_held
 
+    def ahead_waits_now(self) -> bool:
+        """Whether a reply's next sentence made ahead of need waits at the codec after its first block, while the
+        engine runs the step it marked last."""
+        return False
+
     def block_out(self, seq_id: int) -> None:
         """A block of the reply went to its listener (or none will: its decoding failed)."""
 
@@ -119,6 +124,10 @@ class PlaybackPacing(Pacing):
         if clock is None or (slack := clock.slack()) is None or slack < self.limits.min_slack_seconds:
             return False
         return level == FIRST_AUDIO or (level == HEAD_START and not self.steps.has_head_start(clock))
+
+    def ahead_waits_now(self) -> bool:
+        """While the engine makes frames a listener waits for (audio_output._waits says why)."""
+        return self.urgent.level != QUIET
 
     def block_out(self, seq_id: int) -> None:
         self.first_blocks.handed_over(seq_id)
