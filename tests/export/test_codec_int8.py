@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 
+import openvino as ov
 import pytest
 
 from wyoming_chorus.cpu import cpu_facts
@@ -48,6 +49,26 @@ def test_the_int8_graph_runs_its_convolutions_in_8_bits_and_decodes_near_f32(tin
     assert 0.0 < error < 0.1  # quantisation noise: present, and far below the signal
 
 
+def weight_types(model_xml) -> list[str]:
+    """The element type of the constant each MatMul with constant weights reads (through its decompression)."""
+    found = []
+    for op in ov.Core().read_model(model_xml).get_ordered_ops():
+        if op.get_type_name() != "MatMul":
+            continue
+        node = op.input_value(1).get_node()
+        while node.get_type_name() in ("Convert", "Subtract", "Multiply", "Reshape"):
+            node = node.input_value(0).get_node()
+        if node.get_type_name() == "Constant":
+            found.append(node.get_element_type().get_type_name())
+    return found
+
+
+def test_the_transformers_products_read_8_bit_weights(tiny):
+    # A block runs the codec transformer on its 4 frames only: its products' time is their weights' bytes.
+    assert weight_types(tiny / "codec_decoder.xml"), "the tiny codec has a transformer"
+    assert set(weight_types(tiny / INT8_CODEC_XML)) == {"u8"}, weight_types(tiny / INT8_CODEC_XML)
+
+
 def test_auto_serves_int8_within_the_bound_and_falls_back_beyond_it(tiny):
     # On every CPU, f32 ones (AVX2) included: there the INT8 graph is the only cheaper decoder.
     xml, codebook = tiny / "codec_decoder.xml", tiny.manifest.codebook_size
@@ -58,6 +79,15 @@ def test_auto_serves_int8_within_the_bound_and_falls_back_beyond_it(tiny):
     assert strict.precision == "f32"
     fallback = "f32 is the plugin's default here" if DEFAULT == "f32" else f"{DEFAULT}'s RMS error"
     assert "above 0e+00; " in strict.reason and fallback in strict.reason, strict.reason
+
+
+def test_an_int8_graph_that_does_not_load_leaves_the_float_choice(tiny, tmp_path):
+    damaged = tmp_path / "tiny"
+    shutil.copytree(tiny.path, damaged)
+    (damaged / INT8_CODEC_XML).write_text("<net>not a graph")
+    served = choose_codec_decoder(damaged / "codec_decoder.xml", tiny.manifest.codebook_size, bound=1.0)
+    assert served.precision == DEFAULT, served.reason
+    assert served.reason.startswith("the INT8 graph does not load here ("), served.reason
 
 
 def test_an_explicit_precision_ignores_the_int8_graph(tiny):

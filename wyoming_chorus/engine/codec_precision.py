@@ -81,12 +81,16 @@ def _measured_choice(xml: str | os.PathLike, codebook_size: int, cheap: str, int
     exact = StreamingCodecDecoder(xml, "f32")
     int8_verdict = ""
     if int8_xml.exists():
-        int8 = StreamingCodecDecoder(int8_xml)
-        error = probe_error(int8, exact, codebook_size)
-        int8_verdict = f"INT8's RMS error against f32 on these weights is {error:.1e} of full scale"
-        if error <= bound:
-            return CodecChoice(int8, "int8", f"{int8_verdict}, within {bound:.0e}")
-        int8_verdict = f"{int8_verdict}, above {bound:.0e}; "
+        try:
+            int8 = StreamingCodecDecoder(int8_xml)
+        except RuntimeError as failure:  # a damaged file, or kernels this plugin cannot build (ONEDNN_MAX_CPU_ISA)
+            int8_verdict = f"the INT8 graph does not load here ({str(failure).strip().splitlines()[-1]}); "
+        else:
+            error = probe_error(int8, exact, codebook_size)
+            int8_verdict = f"INT8's RMS error against f32 on these weights is {error:.1e} of full scale"
+            if error <= bound:
+                return CodecChoice(int8, "int8", f"{int8_verdict}, within {bound:.0e}")
+            int8_verdict = f"{int8_verdict}, above {bound:.0e}; "
     if cheap == "f32":
         return CodecChoice(exact, "f32", f"{int8_verdict}f32 is the plugin's default here")
     default = StreamingCodecDecoder(xml)

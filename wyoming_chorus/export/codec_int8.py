@@ -1,12 +1,19 @@
 """An INT8 codec decoder beside the float one: its convolutions' weights (per output channel) and input activations
 (per tensor) quantised by NNCF, calibrated on codes the user's own model spoke, so that the CPU plugin runs them as
-u8 x i8 VNNI kernels; everything else (SnakeBeta, the transformer, the norms) stays in the served float precision.
+u8 x i8 VNNI kernels; everything else (SnakeBeta, the norms, the transformer's activations) stays in the served float
+precision.
 
 Why only the convolutions (tools/codec_int8.py, 0.6b codec at real dims on random weights, 2 Zen 4 cores, CPU time
 paired against bf16): they are ~80% of the bf16 decode; quantised alone they cut it to 0.66x with 3.5x bf16's audio
 error, while NNCF's whole-graph default (the Multiplies and Adds of SnakeBeta too) was 0.88x with 20x bf16's error.
 Whether the audio stays within engine.codec_precision's bound depends on the weights, so the server measures it at
 start-up (engine/codec_precision.py) and serves this graph only where it passes.
+
+The codec transformer's matrix products keep float activations but read INT8 weights (per output channel,
+asymmetric): a decoder block runs the transformer on its 4 frames only, so its 60 products read their 28M weights
+for 4 rows, and their time is the weights' bytes (bf16: 56 MB a block, ~2.5 ms of a 35 ms block on 2 Zen 4 cores).
+INT8 weights: 0.97x the twin's time, its audio error 2.8e-4 of full scale against 2.6e-4 (0.6b, random weights);
+INT4 (groups of 64) 0.95x but 9.9e-4, at the bound itself.
 """
 from __future__ import annotations
 
@@ -25,6 +32,8 @@ CALIBRATION_FRAMES = 24
 # Every op type NNCF may quantise besides the convolutions: kept in float.
 _KEPT_IN_FLOAT = ["MatMul", "Add", "Multiply", "Subtract", "Divide", "Maximum", "Minimum", "MVN", "Gelu", "Round",
                   "Clamp", "Concat", "ScaledDotProductAttention", "Power", "Sqrt", "ReduceMean", "Swish", "Sigmoid"]
+# What nncf.compress_weights would otherwise touch besides the transformer's MatMuls.
+_NOT_WEIGHT_COMPRESSED = ["Convolution", "GroupConvolution", "Gather"]
 
 
 def write_int8_codec(model_dir: Path, utterances: Iterable[np.ndarray]) -> Path:
@@ -40,6 +49,10 @@ def write_int8_codec(model_dir: Path, utterances: Iterable[np.ndarray]) -> Path:
         raise ValueError("no codes to calibrate the INT8 codec decoder on")
     quantized = nncf.quantize(model, nncf.Dataset(blocks), subset_size=len(blocks),
                               ignored_scope=nncf.IgnoredScope(types=_KEPT_IN_FLOAT, validate=False))
+    # Weights only, and only the transformer's products: the convolutions are quantised above, the codebooks'
+    # lookups read a few rows a block.
+    quantized = nncf.compress_weights(quantized, mode=nncf.CompressWeightsMode.INT8_ASYM,
+                                      ignored_scope=nncf.IgnoredScope(types=_NOT_WEIGHT_COMPRESSED, validate=False))
     target = model_dir / INT8_CODEC_XML
     staging = target.with_name(f".{target.stem}.quantizing.xml")
     try:

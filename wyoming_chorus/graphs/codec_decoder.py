@@ -125,7 +125,10 @@ class _DecoderGraph:
         Built as its polyphase equivalent, an ordinary causal conv to stride * C_out channels whose phases are then
         interleaved in time (the CPU plugin's ConvolutionBackpropData kernel was 2-5x slower). Output sample
         t*stride + p sums w[:, :, p + d*stride] . x[t - d] over d < taps = ceil(k / stride): the conv's tap
-        (taps - 1 - d) carries that slice of the kernel.
+        (taps - 1 - d) carries that slice of the kernel. The interleave is one DepthToSpace (channel o * stride + p
+        to step t * stride + p), which the plugin runs in the convolutions' own channel-last layout; as a Reshape,
+        Transpose and Reshape it cost a Transpose and two layout Reorders at every upsampling (0.6b codec, 4-frame
+        blocks, the same audio to the bit in f32: 0.95x the INT8 twin's time on 2 Zen 4 cores).
         """
         weight = self.weight(prefix + ".weight")  # [C_in, C_out, k]
         in_channels, out_channels, kernel = weight.shape
@@ -136,8 +139,7 @@ class _DecoderGraph:
         filters = phases.transpose(1, 3, 0, 2).reshape(out_channels * stride, in_channels, taps)
         y = ops.convolution(self.history(prefix, x, taps - 1), ops.constant(np.ascontiguousarray(filters)),
                             [1], [0], [0], [1])  # [1, C_out * stride, T], channel o * stride + p
-        y = ops.transpose(ops.reshape(y, [0, out_channels, stride, -1], True), [0, 1, 3, 2])
-        y = ops.reshape(y, [0, out_channels, -1], True)
+        y = ops.depth_to_space(y, "depth_first", stride)  # [1, C_out, T * stride]: sample t * stride + p
         return ops.add(y, self.const(prefix + ".bias", (1, out_channels, 1))).output(0)
 
     def pointwise(self, x: ov.Output, prefix: str) -> ov.Output:
