@@ -84,7 +84,8 @@ def _measured_choice(xml: str | os.PathLike, codebook_size: int, cheap: str, int
         try:
             int8 = StreamingCodecDecoder(int8_xml)
         except RuntimeError as failure:  # a damaged file, or kernels this plugin cannot build (ONEDNN_MAX_CPU_ISA)
-            int8_verdict = f"the INT8 graph does not load here ({str(failure).strip().splitlines()[-1]}); "
+            said = str(failure).strip().splitlines() or [type(failure).__name__]  # OpenVINO's last line names it
+            int8_verdict = f"the INT8 graph does not load here ({said[-1]}); "
         else:
             error = probe_error(int8, exact, codebook_size)
             int8_verdict = f"INT8's RMS error against f32 on these weights is {error:.1e} of full scale"
